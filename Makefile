@@ -1,0 +1,48 @@
+# Everyday verbs. `make run` and `make test` are all a fresh machine needs.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install install-test run serve worker migrate demo test test-fast lint format clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(PIP) install --quiet -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+
+migrate: install
+	$(PY) manage.py migrate --no-input
+	$(PY) manage.py createcachetable
+
+demo: migrate
+	$(PY) manage.py seed_demo
+
+# Web server and django-q2 worker together; Ctrl-C stops both.
+run: demo
+	$(PY) manage.py runall --host $(HOST) --port $(PORT)
+
+test: install-test
+	$(PY) -m pytest
+
+lint: install-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install-test
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache .hypothesis *.egg-info

@@ -1,0 +1,275 @@
+"""Engram settings, read from the environment with defaults that let a fresh checkout run.
+
+Every variable is documented in the README's configuration table. A malformed value stops
+start-up with an ImproperlyConfigured error naming the variable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import Env, database_from_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+env = Env()
+
+# --- Core -------------------------------------------------------------------------------
+
+DEBUG = env.bool("DEBUG", True)
+
+_DEV_SECRET_KEY = "django-insecure-engram-development-key-never-use-in-production"
+SECRET_KEY = env.str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. With DEBUG off a secret key is required: "
+            'generate one with  python -c "import secrets; print(secrets.token_urlsafe(50))"'
+        )
+    SECRET_KEY = _DEV_SECRET_KEY
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", [])
+
+TIME_ZONE = env.str("TIME_ZONE", "UTC")
+try:
+    import zoneinfo
+
+    zoneinfo.ZoneInfo(TIME_ZONE)
+except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    raise ImproperlyConfigured(f"TIME_ZONE={TIME_ZONE!r} is not a known time zone.") from None
+USE_TZ = True
+USE_I18N = True
+LANGUAGE_CODE = "en-us"
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_htmx",
+    "template_partials",
+    "django_q",
+    "memories",
+    "review",
+    "recall",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ---------------------------------------------------------------------------
+
+_DEFAULT_DATABASE_URL = f"sqlite:///{VAR_DIR / 'engram.sqlite3'}"
+DATABASE_URL = env.str("DATABASE_URL") or _DEFAULT_DATABASE_URL
+_database = database_from_url("DATABASE_URL", DATABASE_URL)
+if _database["ENGINE"] == "django.db.backends.sqlite3":
+    _path = Path(_database["NAME"])
+    if not _path.is_absolute():
+        _path = BASE_DIR / _path
+    _path.parent.mkdir(parents=True, exist_ok=True)
+    _database["NAME"] = str(_path)
+    # WAL lets the web server and the worker read while the other writes; IMMEDIATE
+    # transactions take the write lock up front instead of failing at upgrade time.
+    _database["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+else:
+    _database["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
+    _database["CONN_HEALTH_CHECKS"] = True
+DATABASES = {"default": _database}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Cache, Redis and the worker --------------------------------------------------------
+
+REDIS_URL = env.str("REDIS_URL")
+if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(
+        f"REDIS_URL={REDIS_URL!r} must start with redis://, rediss:// or unix://."
+    )
+
+# A cache shared by every process (throttling counts must be global): Redis when
+# configured, the database otherwise. Never a per-process memory cache.
+if REDIS_URL:
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "engram_cache",
+        }
+    }
+
+Q_TIMEOUT = env.int("Q_TIMEOUT", 300, minimum=1)
+Q_RETRY = env.int("Q_RETRY", 360, minimum=2)
+if Q_RETRY <= Q_TIMEOUT:
+    raise ImproperlyConfigured(
+        f"Q_RETRY={Q_RETRY} must be greater than Q_TIMEOUT={Q_TIMEOUT}, or a running task "
+        "would be handed to a second worker before it times out."
+    )
+Q_CLUSTER = {
+    "name": "engram",
+    "workers": env.int("Q_WORKERS", 2, minimum=1),
+    "timeout": Q_TIMEOUT,
+    "retry": Q_RETRY,
+    "max_attempts": env.int("Q_MAX_ATTEMPTS", 3, minimum=1),
+    "ack_failures": True,
+    "save_limit": 1000,
+    "catch_up": False,
+    "label": "Background tasks",
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# --- Static files, auth -----------------------------------------------------------------
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+
+# --- Production safety (active when DEBUG is off) ---------------------------------------
+
+if not DEBUG:
+    SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", True)
+    CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", True)
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", False)
+if env.bool("BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+# --- REST API ---------------------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# --- Scoring: SM-2 (seeds 000 and 004) --------------------------------------------------
+
+SM2_EF_CEILING = env.float("SM2_EF_CEILING", 2.5, minimum=1.3)
+SM2_EF_ON_FAILURE = env.choice("SM2_EF_ON_FAILURE", "update", ("update", "keep"))
+
+# --- Temporal decay (seed 003) ----------------------------------------------------------
+
+DECAY_MODEL = env.choice("DECAY_MODEL", "exponential", ("exponential", "power_law", "two_component"))
+DECAY_HALF_LIFE_DAYS = env.float("DECAY_HALF_LIFE_DAYS", 3.0, minimum=0.001)
+DECAY_BETA = env.float("DECAY_BETA", 0.6, minimum=0.0, maximum=2.0)
+DECAY_POWER_ALPHA = env.float("DECAY_POWER_ALPHA", 1.1, minimum=0.01)
+DECAY_FAST_HALF_LIFE_DAYS = env.float("DECAY_FAST_HALF_LIFE_DAYS", 0.5, minimum=0.001)
+DECAY_SLOW_HALF_LIFE_DAYS = env.float("DECAY_SLOW_HALF_LIFE_DAYS", 7.0, minimum=0.001)
+DECAY_FAST_WEIGHT = env.float("DECAY_FAST_WEIGHT", 0.7, minimum=0.0, maximum=1.0)
+FORGET_THRESHOLD = env.float("FORGET_THRESHOLD", 0.05, minimum=0.0)
+PROMOTE_THRESHOLD = env.float("PROMOTE_THRESHOLD", 0.65, minimum=0.0)
+PROMOTE_USE_COUNT = env.int("PROMOTE_USE_COUNT", 5, minimum=1)
+PROMOTE_TIME_WINDOW_DAYS = env.float("PROMOTE_TIME_WINDOW_DAYS", 14.0, minimum=0.0)
+REVIEW_BLEND_RATIO = env.float("REVIEW_BLEND_RATIO", 0.3, minimum=0.0, maximum=1.0)
+REVIEW_DANGER_ZONE_MIN = env.float("REVIEW_DANGER_ZONE_MIN", 0.15, minimum=0.0)
+REVIEW_DANGER_ZONE_MAX = env.float("REVIEW_DANGER_ZONE_MAX", 0.35, minimum=0.0)
+if REVIEW_DANGER_ZONE_MIN >= REVIEW_DANGER_ZONE_MAX:
+    raise ImproperlyConfigured(
+        "REVIEW_DANGER_ZONE_MIN must be below REVIEW_DANGER_ZONE_MAX "
+        f"(got {REVIEW_DANGER_ZONE_MIN} and {REVIEW_DANGER_ZONE_MAX})."
+    )
+if FORGET_THRESHOLD >= PROMOTE_THRESHOLD:
+    raise ImproperlyConfigured(
+        f"FORGET_THRESHOLD={FORGET_THRESHOLD} must be below PROMOTE_THRESHOLD={PROMOTE_THRESHOLD}."
+    )
+AUTO_REINFORCE = env.bool("AUTO_REINFORCE", True)
+
+# --- Recall pipeline (seed 002) ---------------------------------------------------------
+
+MEMORY_SEARCH_MODE = env.choice("MEMORY_SEARCH_MODE", "hybrid", ("hybrid", "lexical", "semantic"))
+EMBEDDING_ENABLED = env.bool("EMBEDDING_ENABLED", False)
+EMBEDDING_PROVIDER = env.choice("EMBEDDING_PROVIDER", "local", ("local", "ollama", "openai"))
+EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", "nomic-embed-text")
+EMBEDDING_URL = env.str("EMBEDDING_URL", "http://127.0.0.1:11434")
+EMBEDDING_API_KEY = env.str("EMBEDDING_API_KEY")
+EMBEDDING_TIMEOUT = env.float("EMBEDDING_TIMEOUT", 2.0, minimum=0.01)
+EMBEDDING_SIMILARITY_THRESHOLD = env.float(
+    "EMBEDDING_SIMILARITY_THRESHOLD", 0.5, minimum=-1.0, maximum=1.0
+)
+RECALL_DECAY_DAYS = env.float("RECALL_DECAY_DAYS", 365.0, minimum=0.001)
+RECALL_DECAY_FLOOR = env.float("RECALL_DECAY_FLOOR", 0.3, minimum=0.0, maximum=1.0)
+RECALL_EMOTION_BOOST = env.float("RECALL_EMOTION_BOOST", 0.1, minimum=0.0)
+SIGNATURE_BITS = env.int("SIGNATURE_BITS", 256, minimum=64, maximum=1024)
+if SIGNATURE_BITS % 64:
+    raise ImproperlyConfigured(f"SIGNATURE_BITS={SIGNATURE_BITS} must be a multiple of 64.")
+
+# --- Logging ----------------------------------------------------------------------------
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO").upper()},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
