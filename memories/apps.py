@@ -6,8 +6,3 @@ from django.apps import AppConfig
 class MemoriesConfig(AppConfig):
     name = "memories"
     verbose_name = "Memories"
-
-    def ready(self) -> None:
-        from memories import db_functions
-
-        db_functions.register()

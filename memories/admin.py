@@ -1,0 +1,307 @@
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from memories import services
+from memories.models import (
+    ApiToken,
+    Association,
+    Consolidation,
+    Entity,
+    Memory,
+    MemoryEvent,
+    Namespace,
+    Relation,
+)
+
+
+@admin.register(Namespace)
+class NamespaceAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "owner", "mode", "scheduler", "new_cards_per_day", "created_at"]
+    list_filter = ["mode", "scheduler", "decay_model"]
+    search_fields = ["name", "slug", "owner__username"]
+    list_select_related = ["owner"]
+    prepopulated_fields = {"slug": ["name"]}
+    fieldsets = [
+        (None, {"fields": ["owner", "name", "slug", "description", "mode"]}),
+        (
+            "Ranking weights (empty: the mode's default)",
+            {
+                "fields": [
+                    "weight_similarity",
+                    "weight_recency",
+                    "weight_utility",
+                    "weight_confidence",
+                ]
+            },
+        ),
+        (
+            "Decay (empty: the global setting)",
+            {
+                "fields": [
+                    "decay_model",
+                    "decay_half_life_days",
+                    "decay_beta",
+                    "decay_power_alpha",
+                    "decay_fast_half_life_days",
+                    "decay_slow_half_life_days",
+                    "decay_fast_weight",
+                ]
+            },
+        ),
+        ("Review", {"fields": ["scheduler", "desired_retention", "new_cards_per_day"]}),
+    ]
+
+
+class MemoryEventInline(admin.TabularInline):
+    model = MemoryEvent
+    fk_name = "memory"
+    extra = 0
+    can_delete = False
+    fields = ["created_at", "kind", "source", "actor", "before", "after"]
+    readonly_fields = fields
+    ordering = ["-created_at"]
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "short_content",
+        "namespace",
+        "topic",
+        "tier",
+        "status",
+        "storage",
+        "classification",
+        "use_count",
+        "current_decay_score",
+        "created_at",
+    ]
+    list_filter = ["status", "tier", "storage", "memory_type", "classification", "namespace"]
+    search_fields = ["content", "topic", "=id"]
+    list_select_related = ["namespace"]
+    date_hierarchy = "created_at"
+    readonly_fields = [
+        "search_text",
+        "search_original",
+        "use_count",
+        "last_used_at",
+        "access_count",
+        "last_accessed_at",
+        "recall_count",
+        "last_recalled_at",
+        "recall_timestamps",
+        "session_ids",
+        "status",
+        "status_changed_at",
+        "promoted_at",
+        "forgotten_at",
+        "forgotten_reason",
+        "forgotten_score",
+        "updated_at",
+        "current_decay_score",
+    ]
+    inlines = [MemoryEventInline]
+    fieldsets = [
+        (None, {"fields": ["namespace", "content", "content_original", "language", "keywords"]}),
+        (
+            "Classification",
+            {"fields": ["topic", "memory_type", "tier", "classification", "expires_at"]},
+        ),
+        (
+            "Signals",
+            {
+                "fields": [
+                    "strength",
+                    "utility",
+                    "confidence",
+                    "emotion_score",
+                    "emotion_tags",
+                    "trust",
+                    "credibility",
+                    "relevance_score",
+                    "importance_flags",
+                ]
+            },
+        ),
+        (
+            "State (owned by the server)",
+            {
+                "fields": [
+                    "current_decay_score",
+                    "status",
+                    "status_changed_at",
+                    "promoted_at",
+                    "forgotten_at",
+                    "forgotten_reason",
+                    "forgotten_score",
+                    "use_count",
+                    "last_used_at",
+                    "access_count",
+                    "last_accessed_at",
+                    "recall_count",
+                    "last_recalled_at",
+                    "recall_timestamps",
+                    "session_ids",
+                    "search_text",
+                    "updated_at",
+                ]
+            },
+        ),
+    ]
+    actions = ["forget_selected", "restore_selected", "promote_selected", "review_now"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
+        # A memory never moves between namespaces.
+        return [*self.readonly_fields, "namespace"] if obj else list(self.readonly_fields)
+
+    @admin.display(description="content")
+    def short_content(self, memory: Memory) -> str:
+        return str(memory)
+
+    @admin.display(description="decay score")
+    def current_decay_score(self, memory: Memory) -> str:
+        return f"{memory.decay_score(timezone.now()):.3f}"
+
+    def save_model(self, request: HttpRequest, obj: Memory, form, change: bool) -> None:
+        # Admin edits go through the services so derived fields and history stay right.
+        fields = {name: form.cleaned_data[name] for name in services.EDITABLE_FIELDS
+                  if name in form.cleaned_data}
+        if change:
+            changes = {name: value for name, value in fields.items() if name in form.changed_data}
+            services.memory_update(
+                memory=obj, changes=changes, actor=request.user, source="admin"
+            )
+            obj.refresh_from_db()
+        else:
+            content = fields.pop("content")
+            keywords = fields.pop("keywords", None)
+            created = services.memory_create(
+                namespace=form.cleaned_data["namespace"],
+                content=content,
+                keywords=keywords,
+                actor=request.user,
+                source="admin",
+                **fields,
+            )
+            obj.pk = created.pk
+            obj.refresh_from_db()
+
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        services.memory_purge(memory=obj, actor=request.user, source="admin")
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        for memory in queryset:
+            services.memory_purge(memory=memory, actor=request.user, source="admin")
+
+    @admin.action(description="Forget selected memories")
+    def forget_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        for memory in queryset:
+            services.memory_forget(
+                memory=memory, reason="forgotten in the admin", actor=request.user, source="admin"
+            )
+        self.message_user(request, f"Forgot {queryset.count()} memories.", messages.SUCCESS)
+
+    @admin.action(description="Restore selected memories")
+    def restore_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        for memory in queryset:
+            services.memory_restore(memory=memory, actor=request.user, source="admin")
+        self.message_user(request, f"Restored {queryset.count()} memories.", messages.SUCCESS)
+
+    @admin.action(description="Promote selected memories to long-term")
+    def promote_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        for memory in queryset:
+            services.memory_promote(memory=memory, actor=request.user, source="admin")
+        self.message_user(request, "Promoted the selected short-term memories.", messages.SUCCESS)
+
+    @admin.action(description="Schedule selected memories for review now")
+    def review_now(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        from review.services import card_reschedule_now
+
+        count = card_reschedule_now(memories=queryset)
+        self.message_user(request, f"{count} cards are due now.", messages.SUCCESS)
+
+
+@admin.register(MemoryEvent)
+class MemoryEventAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "memory_ref", "kind", "source", "actor", "namespace"]
+    list_filter = ["kind", "source"]
+    search_fields = ["=memory_ref"]
+    list_select_related = ["namespace", "actor"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(Association)
+class AssociationAdmin(admin.ModelAdmin):
+    list_display = ["source", "target", "weight", "kind", "namespace"]
+    list_filter = ["kind"]
+    raw_id_fields = ["source", "target"]
+    list_select_related = ["source", "target", "namespace"]
+
+
+@admin.register(Entity)
+class EntityAdmin(admin.ModelAdmin):
+    list_display = ["name", "display_name", "kind", "namespace"]
+    list_filter = ["kind"]
+    search_fields = ["name", "display_name"]
+    list_select_related = ["namespace"]
+
+
+@admin.register(Relation)
+class RelationAdmin(admin.ModelAdmin):
+    list_display = ["subject", "predicate", "object", "weight", "namespace"]
+    list_filter = ["predicate"]
+    search_fields = ["subject__name", "object__name", "predicate"]
+    raw_id_fields = ["subject", "object", "memory"]
+    list_select_related = ["subject", "object", "namespace"]
+
+
+@admin.register(Consolidation)
+class ConsolidationAdmin(admin.ModelAdmin):
+    list_display = ["period", "period_start", "topic", "namespace", "created_at"]
+    list_filter = ["period"]
+    search_fields = ["topic", "text"]
+    list_select_related = ["namespace"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "prefix",
+        "owner",
+        "access",
+        "ceiling",
+        "all_namespaces",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    ]
+    list_filter = ["access", "ceiling", "all_namespaces"]
+    search_fields = ["name", "prefix", "owner__username"]
+    list_select_related = ["owner"]
+    readonly_fields = ["prefix", "secret_hash", "last_used_at", "created_at"]
+    filter_horizontal = ["namespaces"]
+    actions = ["revoke_selected"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # Tokens are created from the dashboard or the API, where the secret is shown once.
+        return False
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {count} tokens.", messages.SUCCESS)

@@ -1,0 +1,63 @@
+"""Run the web server and the django-q2 worker together; Ctrl-C (or SIGTERM) stops both."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Start the development web server and the background worker in one terminal."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-worker", action="store_true", help="Only the web server.")
+
+    def handle(self, *args, host: str, port: int, no_worker: bool, **options) -> None:
+        manage = [sys.executable, sys.argv[0]]
+        commands = {"web": [*manage, "runserver", f"{host}:{port}", "--noreload"]}
+        if not no_worker:
+            commands["worker"] = [*manage, "qcluster"]
+        children = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Engram is running at http://{host}:{port}/ "
+                f"({' and '.join(children)}); press Ctrl-C to stop."
+            )
+        )
+
+        stopping = False
+
+        def stop(signum, frame) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        exit_code = 0
+        try:
+            while not stopping:
+                for name, child in children.items():
+                    code = child.poll()
+                    if code is not None:
+                        self.stderr.write(f"{name} exited with code {code}; stopping the rest.")
+                        exit_code = code or 1
+                        stopping = True
+                time.sleep(0.2)
+        finally:
+            for child in children.values():
+                if child.poll() is None:
+                    child.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 15
+            for child in children.values():
+                try:
+                    child.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    child.kill()
+        if exit_code:
+            sys.exit(exit_code)

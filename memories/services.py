@@ -1,0 +1,393 @@
+"""Writes to memories. Every write is atomic, keyword-only and records a history event."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Least
+from django.utils import timezone
+
+from memories.models import Classification, Memory, MemoryEvent, Namespace
+from memories.signatures import simhash
+from memories.text import fold
+
+# Fields a caller may set on create and change on update. Counters, scores, status,
+# search fields and the namespace of an existing memory belong to the server.
+EDITABLE_FIELDS = (
+    "content",
+    "content_original",
+    "language",
+    "keywords",
+    "topic",
+    "memory_type",
+    "tier",
+    "classification",
+    "strength",
+    "utility",
+    "confidence",
+    "emotion_score",
+    "emotion_tags",
+    "trust",
+    "credibility",
+    "relevance_score",
+    "importance_flags",
+    "expires_at",
+)
+# What history records of a memory: everything a person could want to see change.
+SNAPSHOT_FIELDS = (
+    *EDITABLE_FIELDS,
+    "status",
+    "storage",
+    "stability",
+    "use_count",
+    "forgotten_reason",
+)
+STRENGTH_BOOST_FACTOR = 1.1
+MAX_STRENGTH = 2.0
+
+
+def _snapshot(memory: Memory, fields: Iterable[str] = SNAPSHOT_FIELDS) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for field in fields:
+        value = getattr(memory, field)
+        if field == "classification":
+            value = Classification(value).label
+        elif isinstance(value, datetime):
+            value = value.isoformat()
+        data[field] = value
+    return data
+
+
+def _record(
+    *,
+    memory: Memory,
+    kind: str,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    actor=None,
+    source: str = "system",
+    now: datetime | None = None,
+) -> MemoryEvent:
+    return MemoryEvent.objects.create(
+        namespace_id=memory.namespace_id,
+        memory=memory,
+        memory_ref=memory.pk,
+        kind=kind,
+        before=before or {},
+        after=after or {},
+        actor=actor,
+        source=source,
+        created_at=now or timezone.now(),
+    )
+
+
+def _clean_keywords(keywords: Any) -> list[str]:
+    if keywords is None:
+        return []
+    if not isinstance(keywords, list | tuple) or not all(isinstance(k, str) for k in keywords):
+        raise ValidationError({"keywords": "Must be a list of strings."})
+    return [k.strip() for k in keywords if k.strip()]
+
+
+def _derive(memory: Memory) -> None:
+    """Compute what every write of the text must recompute: search fields and signature."""
+    keywords = " ".join(memory.keywords)
+    memory.search_text = fold(f"{memory.content} {keywords}".strip())
+    memory.search_original = fold(memory.content_original)
+    memory.signature = simhash(
+        f"{memory.content} {keywords}".strip(), bits=settings.SIGNATURE_BITS
+    )
+
+
+def _validate(memory: Memory) -> None:
+    if not memory.content or not memory.content.strip():
+        raise ValidationError({"content": "This field may not be blank."})
+    # Search fields and signature are derived, never supplied; the rest is model validation.
+    memory.full_clean(exclude=["namespace", "search_text", "search_original", "signature"])
+
+
+def memory_build(
+    *,
+    namespace: Namespace,
+    content: str,
+    keywords: list[str] | None = None,
+    created_at: datetime | None = None,
+    **fields: Any,
+) -> Memory:
+    """An unsaved, validated memory with its derived fields (used by create and bulk)."""
+    unknown = set(fields) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise ValidationError({name: "Unknown field." for name in sorted(unknown)})
+    now = created_at or timezone.now()
+    memory = Memory(
+        namespace=namespace,
+        content=content,
+        keywords=_clean_keywords(keywords),
+        created_at=now,
+        last_used_at=now,
+        **fields,
+    )
+    _validate(memory)
+    _derive(memory)
+    return memory
+
+
+@transaction.atomic
+def memory_create(
+    *,
+    namespace: Namespace,
+    content: str,
+    keywords: list[str] | None = None,
+    created_at: datetime | None = None,
+    actor=None,
+    source: str = "system",
+    **fields: Any,
+) -> Memory:
+    """Store one memory in a namespace. `fields` are any of EDITABLE_FIELDS."""
+    memory = memory_build(
+        namespace=namespace, content=content, keywords=keywords, created_at=created_at, **fields
+    )
+    memory.save(force_insert=True)
+    _record(
+        memory=memory,
+        kind=MemoryEvent.Kind.CREATED,
+        after=_snapshot(memory),
+        actor=actor,
+        source=source,
+        now=memory.created_at,
+    )
+    return memory
+
+
+@transaction.atomic
+def memory_update(
+    *,
+    memory: Memory,
+    changes: Mapping[str, Any],
+    actor=None,
+    source: str = "system",
+) -> Memory:
+    """Change editable fields of a memory, recording before and after."""
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise ValidationError(
+            {name: "Unknown or read-only field." for name in sorted(unknown)}
+        )
+    locked = Memory.objects.select_for_update().get(pk=memory.pk)
+    changed = [field for field, value in changes.items() if getattr(locked, field) != value]
+    if not changed:
+        return locked
+    before = _snapshot(locked, changed)
+    for field in changed:
+        value = changes[field]
+        setattr(locked, field, _clean_keywords(value) if field == "keywords" else value)
+    _validate(locked)
+    update_fields = [*changed, "updated_at"]
+    if {"content", "content_original", "keywords"} & set(changed):
+        _derive(locked)
+        update_fields += ["search_text", "search_original", "signature"]
+    locked.save(update_fields=update_fields)
+    _record(
+        memory=locked,
+        kind=MemoryEvent.Kind.UPDATED,
+        before=before,
+        after=_snapshot(locked, changed),
+        actor=actor,
+        source=source,
+    )
+    return locked
+
+
+@transaction.atomic
+def memory_forget(
+    *,
+    memory: Memory,
+    reason: str,
+    score: float | None = None,
+    actor=None,
+    source: str = "system",
+    now: datetime | None = None,
+) -> Memory:
+    """Mark a memory forgotten (hidden from recall and review, restorable until purged)."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Say why the memory is forgotten."})
+    if len(reason) > 200:
+        raise ValidationError({"reason": "At most 200 characters."})
+    now = now or timezone.now()
+    locked = Memory.objects.select_for_update().get(pk=memory.pk)
+    if locked.status == Memory.Status.FORGOTTEN:
+        return locked
+    before = _snapshot(locked, ["status"])
+    locked.status = Memory.Status.FORGOTTEN
+    locked.status_changed_at = now
+    locked.forgotten_at = now
+    locked.forgotten_reason = reason
+    locked.forgotten_score = score
+    locked.save(
+        update_fields=[
+            "status",
+            "status_changed_at",
+            "forgotten_at",
+            "forgotten_reason",
+            "forgotten_score",
+            "updated_at",
+        ]
+    )
+    _record(
+        memory=locked,
+        kind=MemoryEvent.Kind.FORGOTTEN,
+        before=before,
+        after={"status": locked.status, "reason": reason, "score": score},
+        actor=actor,
+        source=source,
+        now=now,
+    )
+    return locked
+
+
+@transaction.atomic
+def memory_restore(
+    *, memory: Memory, actor=None, source: str = "system", now: datetime | None = None
+) -> Memory:
+    """Bring back a forgotten or archived memory: promoted if its tier is long-term or core."""
+    now = now or timezone.now()
+    locked = Memory.objects.select_for_update().get(pk=memory.pk)
+    if locked.status not in (Memory.Status.FORGOTTEN, Memory.Status.ARCHIVED):
+        return locked
+    before = _snapshot(locked, ["status", "forgotten_reason"])
+    locked.status = (
+        Memory.Status.ACTIVE if locked.tier == Memory.Tier.SHORT_TERM else Memory.Status.PROMOTED
+    )
+    locked.status_changed_at = now
+    locked.forgotten_at = None
+    locked.forgotten_reason = ""
+    locked.forgotten_score = None
+    # A restored memory starts a fresh decay clock, or the next sweep would forget it again.
+    locked.last_used_at = now
+    locked.save(
+        update_fields=[
+            "status",
+            "status_changed_at",
+            "forgotten_at",
+            "forgotten_reason",
+            "forgotten_score",
+            "last_used_at",
+            "updated_at",
+        ]
+    )
+    _record(
+        memory=locked,
+        kind=MemoryEvent.Kind.RESTORED,
+        before=before,
+        after={"status": locked.status},
+        actor=actor,
+        source=source,
+        now=now,
+    )
+    return locked
+
+
+@transaction.atomic
+def memory_purge(*, memory: Memory, actor=None, source: str = "system") -> int:
+    """Delete a memory for good (its card, links and relations' source go with it).
+
+    The history keeps a 'purged' event with the id, so the deletion itself is auditable.
+    Returns the purged memory's id.
+    """
+    memory_id = memory.pk
+    _record(
+        memory=memory,
+        kind=MemoryEvent.Kind.PURGED,
+        before=_snapshot(memory, ["status", "topic"]),
+        actor=actor,
+        source=source,
+    )
+    memory.delete()
+    return memory_id
+
+
+@transaction.atomic
+def memory_touch(
+    *,
+    memory: Memory,
+    boost_strength: bool = False,
+    actor=None,
+    source: str = "system",
+    now: datetime | None = None,
+) -> Memory:
+    """Record a use (seed 003): use_count + 1, last_used_at = now, optional strength x1.1.
+
+    Written with F() expressions so concurrent touches never lose each other's counts.
+    """
+    now = now or timezone.now()
+    updates: dict[str, Any] = {"use_count": F("use_count") + 1, "last_used_at": now}
+    if boost_strength:
+        updates["strength"] = Least(F("strength") * STRENGTH_BOOST_FACTOR, MAX_STRENGTH)
+    Memory.objects.filter(pk=memory.pk).update(**updates)
+    memory.refresh_from_db(fields=["use_count", "last_used_at", "strength"])
+    _record(
+        memory=memory,
+        kind=MemoryEvent.Kind.TOUCHED,
+        after={
+            "use_count": memory.use_count,
+            "strength": memory.strength,
+            "boost_strength": boost_strength,
+        },
+        actor=actor,
+        source=source,
+        now=now,
+    )
+    return memory
+
+
+@transaction.atomic
+def memory_promote(
+    *, memory: Memory, actor=None, source: str = "system", now: datetime | None = None
+) -> Memory:
+    """Promote a short-term memory to long-term (seed 003), by hand or by the sweep."""
+    now = now or timezone.now()
+    locked = Memory.objects.select_for_update().get(pk=memory.pk)
+    if locked.tier != Memory.Tier.SHORT_TERM or locked.status != Memory.Status.ACTIVE:
+        return locked
+    before = _snapshot(locked, ["tier", "status"])
+    locked.tier = Memory.Tier.LONG_TERM
+    locked.status = Memory.Status.PROMOTED
+    locked.status_changed_at = now
+    locked.promoted_at = now
+    locked.save(update_fields=["tier", "status", "status_changed_at", "promoted_at", "updated_at"])
+    _record(
+        memory=locked,
+        kind=MemoryEvent.Kind.PROMOTED,
+        before=before,
+        after=_snapshot(locked, ["tier", "status"]),
+        actor=actor,
+        source=source,
+        now=now,
+    )
+    return locked
+
+
+def namespace_create(
+    *,
+    owner,
+    name: str,
+    slug: str | None = None,
+    mode: str = Namespace.Mode.PERSONAL,
+    **fields: Any,
+) -> Namespace:
+    """Create a namespace for a user; the slug defaults to the slugified name."""
+    from django.utils.text import slugify
+
+    namespace = Namespace(
+        owner=owner, name=name, slug=slug or slugify(name), mode=mode, **fields
+    )
+    namespace.full_clean()
+    namespace.save(force_insert=True)
+    return namespace

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from review.models import Card, ReviewLog
+
+
+@admin.register(Card)
+class CardAdmin(admin.ModelAdmin):
+    list_display = [
+        "memory",
+        "namespace",
+        "scheduler",
+        "easiness",
+        "interval_days",
+        "repetitions",
+        "next_review",
+        "last_quality",
+        "total_reviews",
+        "correct_reviews",
+    ]
+    list_filter = ["scheduler", "namespace"]
+    search_fields = ["memory__content", "=memory__id"]
+    list_select_related = ["memory", "namespace"]
+    raw_id_fields = ["memory"]
+    readonly_fields = ["version", "fsrs_state", "created_at"]
+    actions = ["review_now"]
+
+    @admin.action(description="Schedule selected cards for review now")
+    def review_now(self, request: HttpRequest, queryset: QuerySet[Card]) -> None:
+        count = queryset.update(next_review=timezone.now())
+        self.message_user(request, f"{count} cards are due now.", messages.SUCCESS)
+
+
+@admin.register(ReviewLog)
+class ReviewLogAdmin(admin.ModelAdmin):
+    list_display = ["reviewed_at", "card", "grade", "source", "mode", "user", "namespace"]
+    list_filter = ["source", "mode", "grade"]
+    list_select_related = ["card__memory", "namespace", "user"]
+    date_hierarchy = "reviewed_at"
+    readonly_fields = [
+        "card",
+        "namespace",
+        "grade",
+        "source",
+        "mode",
+        "state_before",
+        "state_after",
+        "user",
+        "reviewed_at",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
