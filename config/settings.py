@@ -219,7 +219,9 @@ SM2_EF_ON_FAILURE = env.choice("SM2_EF_ON_FAILURE", "update", ("update", "keep")
 
 # --- Temporal decay (seed 003) ----------------------------------------------------------
 
-DECAY_MODEL = env.choice("DECAY_MODEL", "exponential", ("exponential", "power_law", "two_component"))
+DECAY_MODEL = env.choice(
+    "DECAY_MODEL", "exponential", ("exponential", "power_law", "two_component")
+)
 DECAY_HALF_LIFE_DAYS = env.float("DECAY_HALF_LIFE_DAYS", 3.0, minimum=0.001)
 DECAY_BETA = env.float("DECAY_BETA", 0.6, minimum=0.0, maximum=2.0)
 DECAY_POWER_ALPHA = env.float("DECAY_POWER_ALPHA", 1.1, minimum=0.01)

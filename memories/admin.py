@@ -172,13 +172,14 @@ class MemoryAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Memory, form, change: bool) -> None:
         # Admin edits go through the services so derived fields and history stay right.
-        fields = {name: form.cleaned_data[name] for name in services.EDITABLE_FIELDS
-                  if name in form.cleaned_data}
+        fields = {
+            name: form.cleaned_data[name]
+            for name in services.EDITABLE_FIELDS
+            if name in form.cleaned_data
+        }
         if change:
             changes = {name: value for name, value in fields.items() if name in form.changed_data}
-            services.memory_update(
-                memory=obj, changes=changes, actor=request.user, source="admin"
-            )
+            services.memory_update(memory=obj, changes=changes, actor=request.user, source="admin")
             obj.refresh_from_db()
         else:
             content = fields.pop("content")

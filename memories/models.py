@@ -237,7 +237,9 @@ class Memory(models.Model):
     emotion_tags = models.JSONField(default=list, blank=True)
     # trust 0-3 (trust_factor = 0.5 + 0.5 * trust/3); credibility is a source rank
     # 1 (most credible) to 5, and ranks <= 2 get seed 002's 1.25 factor.
-    trust = models.FloatField(default=3.0, validators=[MinValueValidator(0.0), MaxValueValidator(3.0)])
+    trust = models.FloatField(
+        default=3.0, validators=[MinValueValidator(0.0), MaxValueValidator(3.0)]
+    )
     credibility = models.PositiveSmallIntegerField(
         default=3, validators=[MinValueValidator(1), MaxValueValidator(5)]
     )

@@ -100,9 +100,7 @@ def _derive(memory: Memory) -> None:
     keywords = " ".join(memory.keywords)
     memory.search_text = fold(f"{memory.content} {keywords}".strip())
     memory.search_original = fold(memory.content_original)
-    memory.signature = simhash(
-        f"{memory.content} {keywords}".strip(), bits=settings.SIGNATURE_BITS
-    )
+    memory.signature = simhash(f"{memory.content} {keywords}".strip(), bits=settings.SIGNATURE_BITS)
 
 
 def _validate(memory: Memory) -> None:
@@ -176,9 +174,7 @@ def memory_update(
     """Change editable fields of a memory, recording before and after."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
-        raise ValidationError(
-            {name: "Unknown or read-only field." for name in sorted(unknown)}
-        )
+        raise ValidationError({name: "Unknown or read-only field." for name in sorted(unknown)})
     locked = Memory.objects.select_for_update().get(pk=memory.pk)
     changed = [field for field, value in changes.items() if getattr(locked, field) != value]
     if not changed:
@@ -385,9 +381,7 @@ def namespace_create(
     """Create a namespace for a user; the slug defaults to the slugified name."""
     from django.utils.text import slugify
 
-    namespace = Namespace(
-        owner=owner, name=name, slug=slug or slugify(name), mode=mode, **fields
-    )
+    namespace = Namespace(owner=owner, name=name, slug=slug or slugify(name), mode=mode, **fields)
     namespace.full_clean()
     namespace.save(force_insert=True)
     return namespace

@@ -26,9 +26,11 @@ def card_reschedule_now(*, memories: QuerySet[Memory], now: datetime | None = No
     """Make the memories' cards due now, creating missing cards in one bulk insert."""
     now = now or timezone.now()
     rows = list(memories.values_list("pk", "namespace_id", "namespace__scheduler"))
-    existing = set(Card.objects.filter(memory_id__in=[pk for pk, _, _ in rows]).values_list(
-        "memory_id", flat=True
-    ))
+    existing = set(
+        Card.objects.filter(memory_id__in=[pk for pk, _, _ in rows]).values_list(
+            "memory_id", flat=True
+        )
+    )
     Card.objects.bulk_create(
         [
             Card(memory_id=pk, namespace_id=ns, scheduler=scheduler, created_at=now)

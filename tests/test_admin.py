@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -19,14 +21,23 @@ from recall.models import RecallEvent
 from review.models import Card, ReviewLog
 
 MODELS = [
-    Namespace, Memory, MemoryEvent, Association, Entity, Relation, Consolidation, ApiToken,
-    Card, ReviewLog, RecallEvent,
+    Namespace,
+    Memory,
+    MemoryEvent,
+    Association,
+    Entity,
+    Relation,
+    Consolidation,
+    ApiToken,
+    Card,
+    ReviewLog,
+    RecallEvent,
 ]
 
 
 @pytest.fixture
 def admin_client(client, db):
-    call_command("seed_demo", stdout=open("/dev/null", "w"))
+    call_command("seed_demo", stdout=io.StringIO())
     client.force_login(get_user_model().objects.get(username="demo"))
     return client
 

@@ -39,8 +39,11 @@ def fresh_database_url(tmp_path, db):
     settings = connection.settings_dict
     name = f"engram_smoke_{uuid.uuid4().hex[:8]}"
     conninfo = psycopg.conninfo.make_conninfo(
-        host=settings["HOST"] or "", port=str(settings["PORT"] or ""),
-        user=settings["USER"] or "", password=settings["PASSWORD"] or "", dbname="postgres",
+        host=settings["HOST"] or "",
+        port=str(settings["PORT"] or ""),
+        user=settings["USER"] or "",
+        password=settings["PASSWORD"] or "",
+        dbname="postgres",
     )
     with psycopg.connect(conninfo, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -68,7 +71,11 @@ def _wait_for(url: str, process: subprocess.Popen, log: Path, timeout: float = 2
 def _manage(env: dict[str, str], code: str) -> str:
     result = subprocess.run(
         [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
@@ -81,8 +88,12 @@ def test_make_run_serves_the_demo_login_and_runs_the_worker(fresh_database_url, 
     log = tmp_path / "make-run.log"
     with log.open("w") as out:
         process = subprocess.Popen(
-            ["make", "run", f"PORT={port}"], cwd=ROOT, env=env, stdout=out,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            ["make", "run", f"PORT={port}"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -96,10 +107,14 @@ def test_make_run_serves_the_demo_login_and_runs_the_worker(fresh_database_url, 
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         page = opener.open(f"{base}/accounts/login/?next=/admin/").read().decode()
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-        form = urllib.parse.urlencode({
-            "csrfmiddlewaretoken": token, "username": login.group(1),
-            "password": login.group(2), "next": "/admin/",
-        }).encode()
+        form = urllib.parse.urlencode(
+            {
+                "csrfmiddlewaretoken": token,
+                "username": login.group(1),
+                "password": login.group(2),
+                "next": "/admin/",
+            }
+        ).encode()
         request = urllib.request.Request(
             f"{base}/accounts/login/", data=form, headers={"Referer": f"{base}/accounts/login/"}
         )
@@ -109,14 +124,18 @@ def test_make_run_serves_the_demo_login_and_runs_the_worker(fresh_database_url, 
         assert "Site administration" in response.read().decode()
 
         # The worker started with the server picks up a task from the broker.
-        task_id = _manage(env, "from django_q.tasks import async_task; "
-                               "print(async_task('math.floor', 2.5))")
+        task_id = _manage(
+            env, "from django_q.tasks import async_task; print(async_task('math.floor', 2.5))"
+        )
         deadline = time.monotonic() + 60
         result = ""
         while time.monotonic() < deadline and not result:
-            result = _manage(env, "from django_q.models import Success; "
-                                  f"print(Success.objects.filter(id='{task_id}')"
-                                  ".values_list('result', flat=True).first() or '')")
+            result = _manage(
+                env,
+                "from django_q.models import Success; "
+                f"print(Success.objects.filter(id='{task_id}')"
+                ".values_list('result', flat=True).first() or '')",
+            )
             time.sleep(1)
         assert result == "2", log.read_text()[-3000:]
     finally:

@@ -20,9 +20,7 @@ def test_demo_data_is_varied_and_idempotent(db):
     assert (Memory.objects.count(), Card.objects.count(), Association.objects.count()) == counts
 
     assert Namespace.objects.filter(owner__username="demo").count() == 2
-    assert set(Memory.objects.values_list("tier", flat=True)) == {
-        "short_term", "long_term", "core"
-    }
+    assert set(Memory.objects.values_list("tier", flat=True)) == {"short_term", "long_term", "core"}
     assert set(Memory.objects.values_list("classification", flat=True)) == {0, 1, 2, 3}
     assert Memory.objects.values("topic").distinct().count() >= 8
     assert Card.objects.due(timezone.now()).count() >= 5

@@ -18,11 +18,19 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize(
     ("name", "value", "reader"),
     [
-        ("EMBEDDING_SIMILARITY_THRESHOLD", "high", lambda e: e.float("EMBEDDING_SIMILARITY_THRESHOLD", 0.5)),
+        (
+            "EMBEDDING_SIMILARITY_THRESHOLD",
+            "high",
+            lambda e: e.float("EMBEDDING_SIMILARITY_THRESHOLD", 0.5),
+        ),
         ("RECALL_DECAY_DAYS", "nan", lambda e: e.float("RECALL_DECAY_DAYS", 365.0)),
         ("SIGNATURE_BITS", "2.5", lambda e: e.int("SIGNATURE_BITS", 256)),
         ("EMBEDDING_ENABLED", "maybe", lambda e: e.bool("EMBEDDING_ENABLED")),
-        ("DECAY_MODEL", "linear", lambda e: e.choice("DECAY_MODEL", "exponential", ("exponential",))),
+        (
+            "DECAY_MODEL",
+            "linear",
+            lambda e: e.choice("DECAY_MODEL", "exponential", ("exponential",)),
+        ),
         ("RECALL_DECAY_FLOOR", "1.5", lambda e: e.float("RECALL_DECAY_FLOOR", 0.3, maximum=1.0)),
     ],
 )
@@ -75,8 +83,10 @@ def test_start_up_fails_with_a_clear_message(env, message):
     assert result.returncode != 0
     assert message in result.stderr
     # One line of explanation, not a page of unrelated traceback noise at the end.
-    assert result.stderr.strip().splitlines()[-1].startswith(
-        "django.core.exceptions.ImproperlyConfigured"
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith("django.core.exceptions.ImproperlyConfigured")
     )
 
 

@@ -8,7 +8,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -17,251 +16,734 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Memory',
+            name="Memory",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('content', models.TextField()),
-                ('content_original', models.TextField(blank=True)),
-                ('language', models.CharField(default='en', max_length=16)),
-                ('keywords', models.JSONField(blank=True, default=list)),
-                ('topic', models.CharField(blank=True, max_length=100)),
-                ('search_text', models.TextField(blank=True, editable=False)),
-                ('search_original', models.TextField(blank=True, editable=False)),
-                ('memory_type', models.CharField(choices=[('episodic', 'Episodic'), ('semantic', 'Semantic'), ('procedural', 'Procedural')], default='episodic', max_length=12)),
-                ('tier', models.CharField(choices=[('short_term', 'Short-term'), ('long_term', 'Long-term'), ('core', 'Core')], default='short_term', max_length=12)),
-                ('storage', models.CharField(choices=[('hot', 'Hot'), ('cold', 'Cold')], default='hot', max_length=4)),
-                ('status', models.CharField(choices=[('active', 'Active'), ('promoted', 'Promoted'), ('archived', 'Archived'), ('forgotten', 'Forgotten')], default='active', max_length=10)),
-                ('status_changed_at', models.DateTimeField(blank=True, null=True)),
-                ('promoted_at', models.DateTimeField(blank=True, null=True)),
-                ('forgotten_at', models.DateTimeField(blank=True, null=True)),
-                ('forgotten_reason', models.CharField(blank=True, max_length=200)),
-                ('forgotten_score', models.FloatField(blank=True, null=True)),
-                ('classification', models.PositiveSmallIntegerField(choices=[(0, 'public'), (1, 'internal'), (2, 'confidential'), (3, 'restricted')], default=1)),
-                ('strength', models.FloatField(default=1.0, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(2.0)])),
-                ('stability', models.FloatField(default=0.0, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)])),
-                ('utility', models.FloatField(default=0.5, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)])),
-                ('confidence', models.FloatField(default=0.8, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)])),
-                ('emotion_score', models.FloatField(default=0.0, validators=[django.core.validators.MinValueValidator(-5.0), django.core.validators.MaxValueValidator(5.0)])),
-                ('emotion_tags', models.JSONField(blank=True, default=list)),
-                ('trust', models.FloatField(default=3.0, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(3.0)])),
-                ('credibility', models.PositiveSmallIntegerField(default=3, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(5)])),
-                ('relevance_score', models.FloatField(default=0.0)),
-                ('importance_flags', models.JSONField(blank=True, default=list)),
-                ('use_count', models.PositiveIntegerField(default=0)),
-                ('last_used_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('access_count', models.PositiveIntegerField(default=0)),
-                ('last_accessed_at', models.DateTimeField(blank=True, null=True)),
-                ('recall_count', models.PositiveIntegerField(default=0)),
-                ('last_recalled_at', models.DateTimeField(blank=True, null=True)),
-                ('recall_timestamps', models.JSONField(blank=True, default=list)),
-                ('session_ids', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('embedding', models.BinaryField(blank=True, null=True)),
-                ('embedding_model', models.CharField(blank=True, max_length=100)),
-                ('signature', models.BinaryField(blank=True, null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("content", models.TextField()),
+                ("content_original", models.TextField(blank=True)),
+                ("language", models.CharField(default="en", max_length=16)),
+                ("keywords", models.JSONField(blank=True, default=list)),
+                ("topic", models.CharField(blank=True, max_length=100)),
+                ("search_text", models.TextField(blank=True, editable=False)),
+                ("search_original", models.TextField(blank=True, editable=False)),
+                (
+                    "memory_type",
+                    models.CharField(
+                        choices=[
+                            ("episodic", "Episodic"),
+                            ("semantic", "Semantic"),
+                            ("procedural", "Procedural"),
+                        ],
+                        default="episodic",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "tier",
+                    models.CharField(
+                        choices=[
+                            ("short_term", "Short-term"),
+                            ("long_term", "Long-term"),
+                            ("core", "Core"),
+                        ],
+                        default="short_term",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "storage",
+                    models.CharField(
+                        choices=[("hot", "Hot"), ("cold", "Cold")], default="hot", max_length=4
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("active", "Active"),
+                            ("promoted", "Promoted"),
+                            ("archived", "Archived"),
+                            ("forgotten", "Forgotten"),
+                        ],
+                        default="active",
+                        max_length=10,
+                    ),
+                ),
+                ("status_changed_at", models.DateTimeField(blank=True, null=True)),
+                ("promoted_at", models.DateTimeField(blank=True, null=True)),
+                ("forgotten_at", models.DateTimeField(blank=True, null=True)),
+                ("forgotten_reason", models.CharField(blank=True, max_length=200)),
+                ("forgotten_score", models.FloatField(blank=True, null=True)),
+                (
+                    "classification",
+                    models.PositiveSmallIntegerField(
+                        choices=[
+                            (0, "public"),
+                            (1, "internal"),
+                            (2, "confidential"),
+                            (3, "restricted"),
+                        ],
+                        default=1,
+                    ),
+                ),
+                (
+                    "strength",
+                    models.FloatField(
+                        default=1.0,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(2.0),
+                        ],
+                    ),
+                ),
+                (
+                    "stability",
+                    models.FloatField(
+                        default=0.0,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(1.0),
+                        ],
+                    ),
+                ),
+                (
+                    "utility",
+                    models.FloatField(
+                        default=0.5,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(1.0),
+                        ],
+                    ),
+                ),
+                (
+                    "confidence",
+                    models.FloatField(
+                        default=0.8,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(1.0),
+                        ],
+                    ),
+                ),
+                (
+                    "emotion_score",
+                    models.FloatField(
+                        default=0.0,
+                        validators=[
+                            django.core.validators.MinValueValidator(-5.0),
+                            django.core.validators.MaxValueValidator(5.0),
+                        ],
+                    ),
+                ),
+                ("emotion_tags", models.JSONField(blank=True, default=list)),
+                (
+                    "trust",
+                    models.FloatField(
+                        default=3.0,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(3.0),
+                        ],
+                    ),
+                ),
+                (
+                    "credibility",
+                    models.PositiveSmallIntegerField(
+                        default=3,
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(5),
+                        ],
+                    ),
+                ),
+                ("relevance_score", models.FloatField(default=0.0)),
+                ("importance_flags", models.JSONField(blank=True, default=list)),
+                ("use_count", models.PositiveIntegerField(default=0)),
+                ("last_used_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("access_count", models.PositiveIntegerField(default=0)),
+                ("last_accessed_at", models.DateTimeField(blank=True, null=True)),
+                ("recall_count", models.PositiveIntegerField(default=0)),
+                ("last_recalled_at", models.DateTimeField(blank=True, null=True)),
+                ("recall_timestamps", models.JSONField(blank=True, default=list)),
+                ("session_ids", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("expires_at", models.DateTimeField(blank=True, null=True)),
+                ("embedding", models.BinaryField(blank=True, null=True)),
+                ("embedding_model", models.CharField(blank=True, max_length=100)),
+                ("signature", models.BinaryField(blank=True, null=True)),
             ],
             options={
-                'verbose_name_plural': 'memories',
-                'ordering': ['-created_at', '-id'],
+                "verbose_name_plural": "memories",
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Namespace',
+            name="Namespace",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('slug', models.SlugField(max_length=100)),
-                ('description', models.TextField(blank=True)),
-                ('mode', models.CharField(choices=[('agent_memory', 'Agent memory'), ('personal', 'Personal'), ('knowledge_base', 'Knowledge base')], default='personal', max_length=20)),
-                ('weight_similarity', models.FloatField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)])),
-                ('weight_recency', models.FloatField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)])),
-                ('weight_utility', models.FloatField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)])),
-                ('weight_confidence', models.FloatField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)])),
-                ('decay_model', models.CharField(blank=True, choices=[('exponential', 'Exponential'), ('power_law', 'Power law'), ('two_component', 'Two-component exponential')], max_length=20)),
-                ('decay_half_life_days', models.FloatField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(0.001)])),
-                ('decay_beta', models.FloatField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(2.0)])),
-                ('decay_power_alpha', models.FloatField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(0.01)])),
-                ('decay_fast_half_life_days', models.FloatField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(0.001)])),
-                ('decay_slow_half_life_days', models.FloatField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(0.001)])),
-                ('decay_fast_weight', models.FloatField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)])),
-                ('scheduler', models.CharField(choices=[('sm2', 'SM-2'), ('fsrs', 'FSRS')], default='sm2', max_length=10)),
-                ('desired_retention', models.FloatField(default=0.9, validators=[django.core.validators.MinValueValidator(0.7), django.core.validators.MaxValueValidator(0.99)])),
-                ('new_cards_per_day', models.PositiveSmallIntegerField(default=5, validators=[django.core.validators.MaxValueValidator(1000)])),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='namespaces', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                ("slug", models.SlugField(max_length=100)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[
+                            ("agent_memory", "Agent memory"),
+                            ("personal", "Personal"),
+                            ("knowledge_base", "Knowledge base"),
+                        ],
+                        default="personal",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "weight_similarity",
+                    models.FloatField(
+                        blank=True,
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(1.0),
+                        ],
+                    ),
+                ),
+                (
+                    "weight_recency",
+                    models.FloatField(
+                        blank=True,
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(1.0),
+                        ],
+                    ),
+                ),
+                (
+                    "weight_utility",
+                    models.FloatField(
+                        blank=True,
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(1.0),
+                        ],
+                    ),
+                ),
+                (
+                    "weight_confidence",
+                    models.FloatField(
+                        blank=True,
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(1.0),
+                        ],
+                    ),
+                ),
+                (
+                    "decay_model",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("exponential", "Exponential"),
+                            ("power_law", "Power law"),
+                            ("two_component", "Two-component exponential"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "decay_half_life_days",
+                    models.FloatField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(0.001)],
+                    ),
+                ),
+                (
+                    "decay_beta",
+                    models.FloatField(
+                        blank=True,
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(2.0),
+                        ],
+                    ),
+                ),
+                (
+                    "decay_power_alpha",
+                    models.FloatField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(0.01)],
+                    ),
+                ),
+                (
+                    "decay_fast_half_life_days",
+                    models.FloatField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(0.001)],
+                    ),
+                ),
+                (
+                    "decay_slow_half_life_days",
+                    models.FloatField(
+                        blank=True,
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(0.001)],
+                    ),
+                ),
+                (
+                    "decay_fast_weight",
+                    models.FloatField(
+                        blank=True,
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(1.0),
+                        ],
+                    ),
+                ),
+                (
+                    "scheduler",
+                    models.CharField(
+                        choices=[("sm2", "SM-2"), ("fsrs", "FSRS")], default="sm2", max_length=10
+                    ),
+                ),
+                (
+                    "desired_retention",
+                    models.FloatField(
+                        default=0.9,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.7),
+                            django.core.validators.MaxValueValidator(0.99),
+                        ],
+                    ),
+                ),
+                (
+                    "new_cards_per_day",
+                    models.PositiveSmallIntegerField(
+                        default=5, validators=[django.core.validators.MaxValueValidator(1000)]
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="namespaces",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['owner_id', 'name'],
+                "ordering": ["owner_id", "name"],
             },
         ),
         migrations.CreateModel(
-            name='MemoryEvent',
+            name="MemoryEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('memory_ref', models.BigIntegerField(help_text="The memory's id, kept after a purge.")),
-                ('kind', models.CharField(choices=[('created', 'Created'), ('updated', 'Updated'), ('forgotten', 'Forgotten'), ('restored', 'Restored'), ('promoted', 'Promoted'), ('archived', 'Archived'), ('cold', 'Moved to cold storage'), ('reactivated', 'Reactivated'), ('touched', 'Touched'), ('graded', 'Graded'), ('purged', 'Purged')], max_length=12)),
-                ('before', models.JSONField(blank=True, default=dict)),
-                ('after', models.JSONField(blank=True, default=dict)),
-                ('source', models.CharField(default='system', max_length=20)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('memory', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='events', to='memories.memory')),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='memories.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "memory_ref",
+                    models.BigIntegerField(help_text="The memory's id, kept after a purge."),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("created", "Created"),
+                            ("updated", "Updated"),
+                            ("forgotten", "Forgotten"),
+                            ("restored", "Restored"),
+                            ("promoted", "Promoted"),
+                            ("archived", "Archived"),
+                            ("cold", "Moved to cold storage"),
+                            ("reactivated", "Reactivated"),
+                            ("touched", "Touched"),
+                            ("graded", "Graded"),
+                            ("purged", "Purged"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("before", models.JSONField(blank=True, default=dict)),
+                ("after", models.JSONField(blank=True, default=dict)),
+                ("source", models.CharField(default="system", max_length=20)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="events",
+                        to="memories.memory",
+                    ),
+                ),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="memories.namespace",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.AddField(
-            model_name='memory',
-            name='namespace',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memories', to='memories.namespace'),
+            model_name="memory",
+            name="namespace",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="memories",
+                to="memories.namespace",
+            ),
         ),
         migrations.CreateModel(
-            name='Entity',
+            name="Entity",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('display_name', models.CharField(blank=True, max_length=200)),
-                ('kind', models.CharField(default='thing', max_length=30)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='entities', to='memories.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("display_name", models.CharField(blank=True, max_length=200)),
+                ("kind", models.CharField(default="thing", max_length=30)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="entities",
+                        to="memories.namespace",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'entities',
+                "verbose_name_plural": "entities",
             },
         ),
         migrations.CreateModel(
-            name='Consolidation',
+            name="Consolidation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('period', models.CharField(choices=[('daily', 'Daily'), ('weekly', 'Weekly'), ('quarterly', 'Quarterly')], max_length=10)),
-                ('period_start', models.DateField()),
-                ('topic', models.CharField(blank=True, max_length=100)),
-                ('text', models.TextField()),
-                ('memory_ids', models.JSONField(blank=True, default=list)),
-                ('content_hash', models.CharField(blank=True, max_length=64)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='consolidations', to='memories.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "period",
+                    models.CharField(
+                        choices=[
+                            ("daily", "Daily"),
+                            ("weekly", "Weekly"),
+                            ("quarterly", "Quarterly"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("period_start", models.DateField()),
+                ("topic", models.CharField(blank=True, max_length=100)),
+                ("text", models.TextField()),
+                ("memory_ids", models.JSONField(blank=True, default=list)),
+                ("content_hash", models.CharField(blank=True, max_length=64)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="consolidations",
+                        to="memories.namespace",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-period_start', 'period', 'topic'],
+                "ordering": ["-period_start", "period", "topic"],
             },
         ),
         migrations.CreateModel(
-            name='Association',
+            name="Association",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('weight', models.FloatField(default=0.5, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)])),
-                ('kind', models.CharField(default='related', max_length=30)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('source', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='links_out', to='memories.memory')),
-                ('target', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='links_in', to='memories.memory')),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='associations', to='memories.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "weight",
+                    models.FloatField(
+                        default=0.5,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(1.0),
+                        ],
+                    ),
+                ),
+                ("kind", models.CharField(default="related", max_length=30)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "source",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="links_out",
+                        to="memories.memory",
+                    ),
+                ),
+                (
+                    "target",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="links_in",
+                        to="memories.memory",
+                    ),
+                ),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="associations",
+                        to="memories.namespace",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('prefix', models.CharField(max_length=16, unique=True)),
-                ('secret_hash', models.CharField(max_length=64)),
-                ('all_namespaces', models.BooleanField(default=False, help_text='Use every namespace of the owner, present and future.')),
-                ('access', models.CharField(choices=[('read', 'Read only'), ('write', 'Read and write')], default='read', max_length=5)),
-                ('ceiling', models.PositiveSmallIntegerField(choices=[(0, 'public'), (1, 'internal'), (2, 'confidential'), (3, 'restricted')], default=1)),
-                ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
-                ('namespaces', models.ManyToManyField(blank=True, related_name='tokens', to='memories.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                ("prefix", models.CharField(max_length=16, unique=True)),
+                ("secret_hash", models.CharField(max_length=64)),
+                (
+                    "all_namespaces",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Use every namespace of the owner, present and future.",
+                    ),
+                ),
+                (
+                    "access",
+                    models.CharField(
+                        choices=[("read", "Read only"), ("write", "Read and write")],
+                        default="read",
+                        max_length=5,
+                    ),
+                ),
+                (
+                    "ceiling",
+                    models.PositiveSmallIntegerField(
+                        choices=[
+                            (0, "public"),
+                            (1, "internal"),
+                            (2, "confidential"),
+                            (3, "restricted"),
+                        ],
+                        default=1,
+                    ),
+                ),
+                ("expires_at", models.DateTimeField(blank=True, null=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="api_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "namespaces",
+                    models.ManyToManyField(
+                        blank=True, related_name="tokens", to="memories.namespace"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Relation',
+            name="Relation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('predicate', models.CharField(max_length=100)),
-                ('weight', models.FloatField(default=0.6)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('memory', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='relations', to='memories.memory')),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='relations', to='memories.namespace')),
-                ('object', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='relations_in', to='memories.entity')),
-                ('subject', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='relations_out', to='memories.entity')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("predicate", models.CharField(max_length=100)),
+                ("weight", models.FloatField(default=0.6)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="relations",
+                        to="memories.memory",
+                    ),
+                ),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="relations",
+                        to="memories.namespace",
+                    ),
+                ),
+                (
+                    "object",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="relations_in",
+                        to="memories.entity",
+                    ),
+                ),
+                (
+                    "subject",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="relations_out",
+                        to="memories.entity",
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='namespace',
-            constraint=models.UniqueConstraint(fields=('owner', 'slug'), name='namespace_unique_slug'),
+            model_name="namespace",
+            constraint=models.UniqueConstraint(
+                fields=("owner", "slug"), name="namespace_unique_slug"
+            ),
         ),
         migrations.AddIndex(
-            model_name='memoryevent',
-            index=models.Index(fields=['memory_ref', 'created_at'], name='event_memory_created'),
+            model_name="memoryevent",
+            index=models.Index(fields=["memory_ref", "created_at"], name="event_memory_created"),
         ),
         migrations.AddIndex(
-            model_name='memoryevent',
-            index=models.Index(fields=['namespace', 'created_at'], name='event_ns_created'),
+            model_name="memoryevent",
+            index=models.Index(fields=["namespace", "created_at"], name="event_ns_created"),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=models.Index(fields=['namespace', 'status'], name='memory_ns_status'),
+            model_name="memory",
+            index=models.Index(fields=["namespace", "status"], name="memory_ns_status"),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=models.Index(fields=['namespace', 'topic'], name='memory_ns_topic'),
+            model_name="memory",
+            index=models.Index(fields=["namespace", "topic"], name="memory_ns_topic"),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=models.Index(fields=['namespace', 'created_at'], name='memory_ns_created'),
+            model_name="memory",
+            index=models.Index(fields=["namespace", "created_at"], name="memory_ns_created"),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=models.Index(fields=['namespace', 'tier', 'status'], name='memory_ns_tier_status'),
+            model_name="memory",
+            index=models.Index(
+                fields=["namespace", "tier", "status"], name="memory_ns_tier_status"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memory',
-            constraint=models.CheckConstraint(condition=models.Q(('strength__gte', 0.0), ('strength__lte', 2.0)), name='memory_strength_range'),
+            model_name="memory",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("strength__gte", 0.0), ("strength__lte", 2.0)),
+                name="memory_strength_range",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memory',
-            constraint=models.CheckConstraint(condition=models.Q(('stability__gte', 0.0), ('stability__lte', 1.0)), name='memory_stability_range'),
+            model_name="memory",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("stability__gte", 0.0), ("stability__lte", 1.0)),
+                name="memory_stability_range",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memory',
-            constraint=models.CheckConstraint(condition=models.Q(('classification__gte', 0), ('classification__lte', 3)), name='memory_classification_range'),
+            model_name="memory",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("classification__gte", 0), ("classification__lte", 3)),
+                name="memory_classification_range",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='entity',
-            constraint=models.UniqueConstraint(fields=('namespace', 'name'), name='entity_unique_name'),
+            model_name="entity",
+            constraint=models.UniqueConstraint(
+                fields=("namespace", "name"), name="entity_unique_name"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='consolidation',
-            constraint=models.UniqueConstraint(fields=('namespace', 'period', 'period_start', 'topic'), name='consolidation_unique_period_topic'),
+            model_name="consolidation",
+            constraint=models.UniqueConstraint(
+                fields=("namespace", "period", "period_start", "topic"),
+                name="consolidation_unique_period_topic",
+            ),
         ),
         migrations.AddIndex(
-            model_name='association',
-            index=models.Index(fields=['target'], name='association_target'),
+            model_name="association",
+            index=models.Index(fields=["target"], name="association_target"),
         ),
         migrations.AddConstraint(
-            model_name='association',
-            constraint=models.UniqueConstraint(fields=('source', 'target'), name='association_unique_pair'),
+            model_name="association",
+            constraint=models.UniqueConstraint(
+                fields=("source", "target"), name="association_unique_pair"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='association',
-            constraint=models.CheckConstraint(condition=models.Q(('source', models.F('target')), _negated=True), name='association_not_self'),
+            model_name="association",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("source", models.F("target")), _negated=True),
+                name="association_not_self",
+            ),
         ),
         migrations.AddIndex(
-            model_name='relation',
-            index=models.Index(fields=['object'], name='relation_object'),
+            model_name="relation",
+            index=models.Index(fields=["object"], name="relation_object"),
         ),
         migrations.AddConstraint(
-            model_name='relation',
-            constraint=models.UniqueConstraint(fields=('subject', 'predicate', 'object'), name='relation_unique_triple'),
+            model_name="relation",
+            constraint=models.UniqueConstraint(
+                fields=("subject", "predicate", "object"), name="relation_unique_triple"
+            ),
         ),
     ]

@@ -20,8 +20,7 @@ POSTGRES_FORWARD = [
     ) STORED
     """,
     "CREATE INDEX memory_search_vector_gin ON memories_memory USING GIN (search_vector)",
-    "CREATE INDEX memory_search_text_trgm ON memories_memory "
-    "USING GIN (search_text gin_trgm_ops)",
+    "CREATE INDEX memory_search_text_trgm ON memories_memory USING GIN (search_text gin_trgm_ops)",
     "CREATE INDEX memory_search_original_trgm ON memories_memory "
     "USING GIN (search_original gin_trgm_ops)",
 ]

@@ -7,33 +7,62 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('memories', '0001_initial'),
+        ("memories", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RecallEvent',
+            name="RecallEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('query', models.TextField()),
-                ('filters', models.JSONField(blank=True, default=dict)),
-                ('stage_timings', models.JSONField(blank=True, default=dict)),
-                ('result_ids', models.JSONField(blank=True, default=list)),
-                ('session_id', models.CharField(blank=True, max_length=100)),
-                ('duration_ms', models.FloatField(default=0.0)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='recalls', to='memories.namespace')),
-                ('token', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='memories.apitoken')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("query", models.TextField()),
+                ("filters", models.JSONField(blank=True, default=dict)),
+                ("stage_timings", models.JSONField(blank=True, default=dict)),
+                ("result_ids", models.JSONField(blank=True, default=list)),
+                ("session_id", models.CharField(blank=True, max_length=100)),
+                ("duration_ms", models.FloatField(default=0.0)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="recalls",
+                        to="memories.namespace",
+                    ),
+                ),
+                (
+                    "token",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="memories.apitoken",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['namespace', 'created_at'], name='recall_ns_created')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [
+                    models.Index(fields=["namespace", "created_at"], name="recall_ns_created")
+                ],
             },
         ),
     ]

@@ -7,75 +7,155 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('memories', '0001_initial'),
+        ("memories", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Card',
+            name="Card",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scheduler', models.CharField(choices=[('sm2', 'SM-2'), ('fsrs', 'FSRS')], default='sm2', max_length=10)),
-                ('easiness', models.FloatField(default=2.5)),
-                ('interval_days', models.PositiveIntegerField(default=0)),
-                ('repetitions', models.PositiveIntegerField(default=0)),
-                ('next_review', models.DateTimeField(blank=True, help_text='Empty for a new card.', null=True)),
-                ('last_quality', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('last_reviewed_at', models.DateTimeField(blank=True, null=True)),
-                ('total_reviews', models.PositiveIntegerField(default=0)),
-                ('correct_reviews', models.PositiveIntegerField(default=0)),
-                ('fsrs_state', models.JSONField(blank=True, null=True)),
-                ('version', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('memory', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='card', to='memories.memory')),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cards', to='memories.namespace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "scheduler",
+                    models.CharField(
+                        choices=[("sm2", "SM-2"), ("fsrs", "FSRS")], default="sm2", max_length=10
+                    ),
+                ),
+                ("easiness", models.FloatField(default=2.5)),
+                ("interval_days", models.PositiveIntegerField(default=0)),
+                ("repetitions", models.PositiveIntegerField(default=0)),
+                (
+                    "next_review",
+                    models.DateTimeField(blank=True, help_text="Empty for a new card.", null=True),
+                ),
+                ("last_quality", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("last_reviewed_at", models.DateTimeField(blank=True, null=True)),
+                ("total_reviews", models.PositiveIntegerField(default=0)),
+                ("correct_reviews", models.PositiveIntegerField(default=0)),
+                ("fsrs_state", models.JSONField(blank=True, null=True)),
+                ("version", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "memory",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="card",
+                        to="memories.memory",
+                    ),
+                ),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="cards",
+                        to="memories.namespace",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ReviewLog',
+            name="ReviewLog",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('grade', models.PositiveSmallIntegerField()),
-                ('source', models.CharField(choices=[('human', 'Human'), ('simulated', 'Simulated'), ('implicit', 'Implicit')], default='human', max_length=10)),
-                ('mode', models.CharField(choices=[('normal', 'Normal'), ('cram', 'Cram')], default='normal', max_length=6)),
-                ('state_before', models.JSONField(default=dict)),
-                ('state_after', models.JSONField(default=dict)),
-                ('reviewed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('card', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='logs', to='review.card')),
-                ('namespace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_logs', to='memories.namespace')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("grade", models.PositiveSmallIntegerField()),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("human", "Human"),
+                            ("simulated", "Simulated"),
+                            ("implicit", "Implicit"),
+                        ],
+                        default="human",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[("normal", "Normal"), ("cram", "Cram")],
+                        default="normal",
+                        max_length=6,
+                    ),
+                ),
+                ("state_before", models.JSONField(default=dict)),
+                ("state_after", models.JSONField(default=dict)),
+                ("reviewed_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "card",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="logs",
+                        to="review.card",
+                    ),
+                ),
+                (
+                    "namespace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_logs",
+                        to="memories.namespace",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-reviewed_at', '-id'],
+                "ordering": ["-reviewed_at", "-id"],
             },
         ),
         migrations.AddIndex(
-            model_name='card',
-            index=models.Index(fields=['namespace', 'next_review'], name='card_ns_next_review'),
+            model_name="card",
+            index=models.Index(fields=["namespace", "next_review"], name="card_ns_next_review"),
         ),
         migrations.AddConstraint(
-            model_name='card',
-            constraint=models.CheckConstraint(condition=models.Q(('easiness__gte', 1.3)), name='card_easiness_floor'),
+            model_name="card",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("easiness__gte", 1.3)), name="card_easiness_floor"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='card',
-            constraint=models.CheckConstraint(condition=models.Q(('last_quality__isnull', True), ('last_quality__lte', 5), _connector='OR'), name='card_last_quality_range'),
+            model_name="card",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("last_quality__isnull", True), ("last_quality__lte", 5), _connector="OR"
+                ),
+                name="card_last_quality_range",
+            ),
         ),
         migrations.AddIndex(
-            model_name='reviewlog',
-            index=models.Index(fields=['namespace', 'reviewed_at'], name='reviewlog_ns_reviewed'),
+            model_name="reviewlog",
+            index=models.Index(fields=["namespace", "reviewed_at"], name="reviewlog_ns_reviewed"),
         ),
         migrations.AddIndex(
-            model_name='reviewlog',
-            index=models.Index(fields=['card', 'reviewed_at'], name='reviewlog_card_reviewed'),
+            model_name="reviewlog",
+            index=models.Index(fields=["card", "reviewed_at"], name="reviewlog_card_reviewed"),
         ),
         migrations.AddConstraint(
-            model_name='reviewlog',
-            constraint=models.CheckConstraint(condition=models.Q(('grade__lte', 5)), name='reviewlog_grade_range'),
+            model_name="reviewlog",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("grade__lte", 5)), name="reviewlog_grade_range"
+            ),
         ),
     ]

@@ -45,7 +45,8 @@ def _assert_integrity() -> None:
     with connection.cursor() as cursor:
         # Raises if the external-content index disagrees with memories_memory.
         cursor.execute(
-            "INSERT INTO memories_memory_fts(memories_memory_fts, rank) VALUES ('integrity-check', 1)"
+            "INSERT INTO memories_memory_fts(memories_memory_fts, rank) "
+            "VALUES ('integrity-check', 1)"
         )
         cursor.execute(
             "INSERT INTO memories_memory_trgm(memories_memory_trgm, rank) "
