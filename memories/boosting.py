@@ -1,0 +1,128 @@
+"""Retrieval boosting, core promotion and cold storage (seed 001).
+
+Every retrieval strengthens a memory: stability grows by a base boost times a
+spaced-repetition factor, so recall after a gap counts for more than recall the same day.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from memories.decay import SECONDS_PER_DAY, TIER_LONG_TERM
+
+
+@dataclass(frozen=True)
+class BoostConfig:
+    """Seed 001's configuration; max_stability is the cap its worked example applies."""
+
+    direct_boost: float = 0.1
+    associative_boost: float = 0.03
+    max_spaced_rep_multiplier: float = 2.0
+    spaced_rep_interval_days: float = 7.0
+    max_stability: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.spaced_rep_interval_days > 0:
+            raise ValueError("spaced_rep_interval_days must be positive")
+
+
+@dataclass(frozen=True)
+class CorePromotionRule:
+    """When a memory becomes core.
+
+    min_sessions=3 is seed 001's. The other two are ours: five accesses (seed 003's
+    PROMOTE_USE_COUNT) and stability 0.5 (half the cap), so that three sessions that
+    merely brushed past a memory do not make it core.
+    """
+
+    min_sessions: int = 3
+    min_access_count: int = 5
+    min_stability: float = 0.5
+
+
+@dataclass(frozen=True)
+class Reactivation:
+    """Outcome of touching a memory that may sit in cold storage."""
+
+    stability: float
+    cold: bool
+
+
+def spaced_rep_factor(days_since_last_access: float, config: BoostConfig) -> float:
+    """min(cap, days / interval), never negative (a clock skew gives 0, not a penalty)."""
+    factor = days_since_last_access / config.spaced_rep_interval_days
+    return max(0.0, min(config.max_spaced_rep_multiplier, factor))
+
+
+def boosted_stability(
+    *,
+    stability: float,
+    last_accessed_at: datetime | None,
+    now: datetime,
+    direct: bool,
+    config: BoostConfig,
+) -> float:
+    """min(cap, stability + base boost * spaced_rep_factor).
+
+    A memory never accessed before is treated as last accessed one interval ago
+    (factor 1.0): its first retrieval earns exactly the base boost.
+    """
+    if last_accessed_at is None:
+        days = config.spaced_rep_interval_days
+    else:
+        days = (now - last_accessed_at).total_seconds() / SECONDS_PER_DAY
+    base = config.direct_boost if direct else config.associative_boost
+    return min(config.max_stability, stability + base * spaced_rep_factor(days, config))
+
+
+def should_promote_to_core(
+    *,
+    session_ids: Iterable[str],
+    access_count: int,
+    stability: float,
+    rule: CorePromotionRule,
+) -> bool:
+    """Promote when seen in enough distinct sessions AND accessed and stable enough."""
+    distinct_sessions = {session for session in session_ids if session}
+    return (
+        len(distinct_sessions) >= rule.min_sessions
+        and access_count >= rule.min_access_count
+        and stability >= rule.min_stability
+    )
+
+
+def should_move_to_cold(
+    *, tier: str, score: float, cold: bool = False, floor: float = 0.05
+) -> bool:
+    """A hot long-term memory whose decay score sits at or below the floor goes cold.
+
+    Short-term memories are forgotten instead (decay.should_forget) and core memories
+    stay hot: they were promoted precisely so that they would not fade.
+    """
+    return tier == TIER_LONG_TERM and not cold and score <= floor
+
+
+def reactivation(
+    *,
+    cold: bool,
+    via_association: bool,
+    stability: float,
+    last_accessed_at: datetime | None,
+    now: datetime,
+    config: BoostConfig,
+) -> Reactivation:
+    """A cold memory reached through an association link gets the associative boost and
+    returns to hot; anything else comes back unchanged (hot memories get the ordinary
+    boost from boosted_stability, and cold ones are not searchable directly)."""
+    if not (cold and via_association):
+        return Reactivation(stability=stability, cold=cold)
+    boosted = boosted_stability(
+        stability=stability,
+        last_accessed_at=last_accessed_at,
+        now=now,
+        direct=False,
+        config=config,
+    )
+    return Reactivation(stability=boosted, cold=False)

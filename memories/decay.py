@@ -1,0 +1,182 @@
+"""Temporal decay score and the lifecycle thresholds built on it (seed 003).
+
+score = (use_count + 1)^beta * decay(dt) * strength. The formulas govern, not seed 003's
+printed numbers; docs/algorithms.md lists its arithmetic slips. Everything, including
+`now`, is a parameter: callers read settings and the clock, this module never does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+SECONDS_PER_DAY = 86_400.0
+
+TIER_SHORT_TERM = "short_term"
+TIER_LONG_TERM = "long_term"
+TIER_CORE = "core"
+
+DecayModel = Literal["exponential", "power_law", "two_component"]
+DECAY_MODELS: tuple[str, ...] = ("exponential", "power_law", "two_component")
+
+
+@dataclass(frozen=True)
+class DecayParams:
+    """Decay model and its shape; defaults mirror the DECAY_* settings."""
+
+    model: DecayModel = "exponential"
+    half_life_days: float = 3.0
+    beta: float = 0.6
+    power_alpha: float = 1.1
+    fast_half_life_days: float = 0.5
+    slow_half_life_days: float = 7.0
+    fast_weight: float = 0.7
+
+    def __post_init__(self) -> None:
+        if self.model not in DECAY_MODELS:
+            raise ValueError(f"unknown decay model {self.model!r}; expected one of {DECAY_MODELS}")
+        for name in ("half_life_days", "power_alpha", "fast_half_life_days", "slow_half_life_days"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.beta < 0:
+            raise ValueError(f"beta must not be negative, got {self.beta}")
+        if not 0.0 <= self.fast_weight <= 1.0:
+            raise ValueError(f"fast_weight must be within [0, 1], got {self.fast_weight}")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Lifecycle thresholds; defaults mirror FORGET_*, REVIEW_DANGER_ZONE_*, PROMOTE_*."""
+
+    forget: float = 0.05
+    danger_min: float = 0.15
+    danger_max: float = 0.35
+    promote: float = 0.65
+    promote_use_count: int = 5
+    promote_window_days: float = 14.0
+
+    def __post_init__(self) -> None:
+        if not self.danger_min < self.danger_max:
+            raise ValueError("danger_min must be below danger_max")
+        if not self.forget < self.promote:
+            raise ValueError("forget must be below promote")
+
+    @property
+    def danger_centre(self) -> float:
+        return (self.danger_min + self.danger_max) / 2
+
+
+def half_life_to_lambda(days: float) -> float:
+    """Decay rate per second for a half-life in days: ln 2 / (days * 86400)."""
+    if not days > 0:
+        raise ValueError(f"half-life must be positive, got {days}")
+    return math.log(2) / (days * SECONDS_PER_DAY)
+
+
+def lambda_to_half_life(lam: float) -> float:
+    """Half-life in days for a decay rate per second (inverse of half_life_to_lambda)."""
+    if not lam > 0:
+        raise ValueError(f"lambda must be positive, got {lam}")
+    return math.log(2) / lam / SECONDS_PER_DAY
+
+
+def power_law_t0_seconds(half_life_days: float, alpha: float) -> float:
+    """Reference time t0 that makes (1 + dt/t0)^-alpha halve at the half-life.
+
+    Solving (1 + H/t0)^-alpha = 1/2 gives t0 = H / (2^(1/alpha) - 1), so every model
+    agrees on DECAY_HALF_LIFE_DAYS and only the shape of the tail differs.
+    """
+    return half_life_days * SECONDS_PER_DAY / (2 ** (1 / alpha) - 1)
+
+
+def decay_factor(dt_seconds: float, params: DecayParams) -> float:
+    """Fraction of the score left after dt_seconds without use; negative dt counts as 0."""
+    dt = max(0.0, dt_seconds)
+    if params.model == "exponential":
+        return math.exp(-half_life_to_lambda(params.half_life_days) * dt)
+    if params.model == "power_law":
+        t0 = power_law_t0_seconds(params.half_life_days, params.power_alpha)
+        return (1 + dt / t0) ** -params.power_alpha
+    fast = math.exp(-half_life_to_lambda(params.fast_half_life_days) * dt)
+    slow = math.exp(-half_life_to_lambda(params.slow_half_life_days) * dt)
+    return params.fast_weight * fast + (1 - params.fast_weight) * slow
+
+
+def decay_score(
+    *,
+    use_count: int,
+    last_used_at: datetime,
+    strength: float,
+    now: datetime,
+    params: DecayParams,
+) -> float:
+    """(use_count + 1)^beta * decay(now - last_used_at) * strength."""
+    dt = (now - last_used_at).total_seconds()
+    return (max(0, use_count) + 1) ** params.beta * decay_factor(dt, params) * strength
+
+
+def should_promote(*, score: float, uses_in_window: int, thresholds: Thresholds) -> bool:
+    """Promote on a high score OR enough uses inside the promotion window (either suffices)."""
+    return score >= thresholds.promote or uses_in_window >= thresholds.promote_use_count
+
+
+def should_forget(*, score: float, tier: str, thresholds: Thresholds) -> bool:
+    """Only short-term memories are forgotten, and only strictly below the threshold."""
+    return tier == TIER_SHORT_TERM and score < thresholds.forget
+
+
+def in_danger_zone(score: float, thresholds: Thresholds) -> bool:
+    """Fading but not forgotten: danger_min <= score <= danger_max, both ends inclusive."""
+    return thresholds.danger_min <= score <= thresholds.danger_max
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def review_priority(score: float, thresholds: Thresholds) -> float:
+    """sigmoid(0.5 - |centre - score|) / sigmoid(0.5): 1.0 at the danger-zone centre.
+
+    max_priority is sigmoid(0.5), the value at the centre, so the result lies in (0, 1].
+    The curve is shallow by construction (0.90 at scores 0 and 0.5, 0.70 at 1.0); parabola_boost
+    is the sharp alternative.
+    """
+    return _sigmoid(0.5 - abs(thresholds.danger_centre - score)) / _sigmoid(0.5)
+
+
+def parabola_boost(score: float, thresholds: Thresholds, *, half_width: float = 0.25) -> float:
+    """Inverted parabola max(0, 1 - (score - centre)^2 / half_width^2), 1.0 at the centre.
+
+    half_width defaults to 0.25 as seed 003 writes it, so the boost reaches zero at scores
+    0 and 0.5, not at the danger-zone edges (it is 0.84 at 0.15 and 0.35).
+    """
+    return max(0.0, 1.0 - (score - thresholds.danger_centre) ** 2 / half_width**2)
+
+
+def decay_curve(
+    *,
+    use_count: int,
+    last_used_at: datetime,
+    strength: float,
+    now: datetime,
+    params: DecayParams,
+    days: int = 30,
+    points_per_day: int = 4,
+) -> list[tuple[float, float]]:
+    """(days from now, score) points over the next `days` days, for plotting."""
+    if days < 0 or points_per_day < 1:
+        raise ValueError("days must be >= 0 and points_per_day >= 1")
+    points = []
+    for step in range(days * points_per_day + 1):
+        offset = step / points_per_day
+        score = decay_score(
+            use_count=use_count,
+            last_used_at=last_used_at,
+            strength=strength,
+            now=now + timedelta(days=offset),
+            params=params,
+        )
+        points.append((offset, score))
+    return points

@@ -1,0 +1,28 @@
+"""Text folding shared by signatures, MMR and the search fields.
+
+One folding rule everywhere means a query and a stored memory meet on the same tokens
+whatever their case, accents or compatibility forms ("Ｃａｆé" and "cafe" match).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_WORD = re.compile(r"\w+")
+
+
+def fold(text: str) -> str:
+    """Fold text for matching: compatibility-decompose, drop accents, casefold, one space.
+
+    Casefolding runs between two NFKD passes because it can itself produce decomposable
+    characters (for example "İ" folds to "i" plus a combining dot), which must go too.
+    """
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(stripped.split())
+
+
+def words(text: str) -> list[str]:
+    """Folded word tokens (runs of \\w: letters, digits, underscore), in text order."""
+    return _WORD.findall(fold(text))

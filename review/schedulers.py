@@ -1,0 +1,244 @@
+"""Two interchangeable review schedulers, SM-2 (seeds 000 and 004) and FSRS, over one card state.
+
+Both read and write CardState, so a deck can switch algorithm without a migration: the
+SM-2 fields stay meaningful under FSRS (next_review, interval_days, repetitions) and FSRS
+keeps its own memory model in the JSON-safe `fsrs` dict.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+import fsrs
+
+from review import sm2
+from review.sm2 import Button, SM2Config, SM2State
+
+# 0-2 are all failures in SM-2; FSRS has one failing rating.
+_RATING_FOR_QUALITY = {
+    0: fsrs.Rating.Again,
+    1: fsrs.Rating.Again,
+    2: fsrs.Rating.Again,
+    3: fsrs.Rating.Hard,
+    4: fsrs.Rating.Good,
+    5: fsrs.Rating.Easy,
+}
+
+
+@dataclass(frozen=True)
+class CardState:
+    """Scheduling state of one card, whichever scheduler writes it."""
+
+    easiness: float = sm2.INITIAL_EASINESS
+    interval_days: int = 0
+    repetitions: int = 0
+    next_review: datetime | None = None
+    last_quality: int | None = None
+    last_reviewed_at: datetime | None = None
+    fsrs: dict[str, Any] | None = field(default=None, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict (datetimes as ISO 8601 strings)."""
+        return {
+            "easiness": self.easiness,
+            "interval_days": self.interval_days,
+            "repetitions": self.repetitions,
+            "next_review": _iso(self.next_review),
+            "last_quality": self.last_quality,
+            "last_reviewed_at": _iso(self.last_reviewed_at),
+            "fsrs": dict(self.fsrs) if self.fsrs is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CardState:
+        """Inverse of to_dict; missing keys take their defaults."""
+        return cls(
+            easiness=float(data.get("easiness", sm2.INITIAL_EASINESS)),
+            interval_days=int(data.get("interval_days", 0)),
+            repetitions=int(data.get("repetitions", 0)),
+            next_review=_parse(data.get("next_review")),
+            last_quality=data.get("last_quality"),
+            last_reviewed_at=_parse(data.get("last_reviewed_at")),
+            fsrs=dict(data["fsrs"]) if data.get("fsrs") is not None else None,
+        )
+
+
+class Scheduler(Protocol):
+    """What the review services need from a scheduling algorithm."""
+
+    name: str
+
+    def initial_state(self) -> CardState: ...
+
+    def grade(self, state: CardState, quality: int, *, now: datetime) -> CardState: ...
+
+    def is_due(self, state: CardState, now: datetime) -> bool: ...
+
+    def priority(self, state: CardState, now: datetime) -> float: ...
+
+    def preview(self, state: CardState, *, now: datetime) -> dict[Button, timedelta]: ...
+
+
+class SM2Scheduler:
+    """SM-2 as implemented in review.sm2."""
+
+    name = "sm2"
+
+    def __init__(self, config: SM2Config | None = None) -> None:
+        self.config = config or SM2Config()
+
+    def initial_state(self) -> CardState:
+        return CardState()
+
+    def grade(self, state: CardState, quality: int, *, now: datetime) -> CardState:
+        updated = sm2.sm2_update(_to_sm2(state), quality, now=now, config=self.config)
+        return CardState(
+            easiness=updated.easiness,
+            interval_days=updated.interval_days,
+            repetitions=updated.repetitions,
+            next_review=updated.next_review,
+            last_quality=updated.last_quality,
+            last_reviewed_at=now,
+            fsrs=state.fsrs,
+        )
+
+    def is_due(self, state: CardState, now: datetime) -> bool:
+        return _is_due(state, now)
+
+    def priority(self, state: CardState, now: datetime) -> float:
+        return sm2.priority_score(_to_sm2(state), now, config=self.config)
+
+    def preview(self, state: CardState, *, now: datetime) -> dict[Button, timedelta]:
+        days = sm2.preview_intervals(_to_sm2(state), now=now, config=self.config)
+        return {button: timedelta(days=n) for button, n in days.items()}
+
+
+class FSRSScheduler:
+    """FSRS through the `fsrs` package; fuzzing is off by default so runs are reproducible."""
+
+    name = "fsrs"
+
+    def __init__(self, desired_retention: float = 0.9, *, enable_fuzzing: bool = False) -> None:
+        self._scheduler = fsrs.Scheduler(
+            desired_retention=desired_retention, enable_fuzzing=enable_fuzzing
+        )
+
+    def initial_state(self) -> CardState:
+        return CardState()
+
+    def grade(self, state: CardState, quality: int, *, now: datetime) -> CardState:
+        """Review the FSRS card; SM-2 fields are kept in step (repetitions reset on failure)."""
+        quality = sm2.validate_quality(quality)
+        now_utc = _utc(now)
+        card, _log = self._scheduler.review_card(
+            _to_card(state, now_utc), _RATING_FOR_QUALITY[quality], review_datetime=now_utc
+        )
+        passed = quality >= sm2.PASSING_QUALITY
+        return CardState(
+            easiness=state.easiness,
+            interval_days=math.ceil((card.due - now_utc) / timedelta(days=1)),
+            repetitions=state.repetitions + 1 if passed else 0,
+            next_review=card.due,
+            last_quality=quality,
+            last_reviewed_at=now,
+            fsrs=_card_to_dict(card),
+        )
+
+    def is_due(self, state: CardState, now: datetime) -> bool:
+        return _is_due(state, now)
+
+    def priority(self, state: CardState, now: datetime) -> float:
+        """1 - FSRS retrievability now: the likelier it is forgotten, the more urgent.
+
+        A card never reviewed has retrievability 0, hence priority 1.0 (it is not due, so
+        due-card queues never see it).
+        """
+        now_utc = _utc(now)
+        retrievability = self._scheduler.get_card_retrievability(
+            _to_card(state, now_utc), current_datetime=now_utc
+        )
+        return min(1.0, max(0.0, 1.0 - retrievability))
+
+    def preview(self, state: CardState, *, now: datetime) -> dict[Button, timedelta]:
+        now_utc = _utc(now)
+        card = _to_card(state, now_utc)
+        preview = {}
+        for button in Button:
+            reviewed, _log = self._scheduler.review_card(
+                card, _RATING_FOR_QUALITY[int(button)], review_datetime=now_utc
+            )
+            preview[button] = reviewed.due - now_utc
+        return preview
+
+
+def get_scheduler(
+    name: str, *, sm2_config: SM2Config | None = None, desired_retention: float = 0.9
+) -> Scheduler:
+    """Scheduler by name: "sm2" or "fsrs"."""
+    if name == SM2Scheduler.name:
+        return SM2Scheduler(sm2_config)
+    if name == FSRSScheduler.name:
+        return FSRSScheduler(desired_retention)
+    raise ValueError(f"unknown scheduler {name!r}; expected 'sm2' or 'fsrs'")
+
+
+def _is_due(state: CardState, now: datetime) -> bool:
+    """Due once next_review has passed; a card never graded (None) is new, not due."""
+    return state.next_review is not None and state.next_review <= now
+
+
+def _to_sm2(state: CardState) -> SM2State:
+    return SM2State(
+        easiness=state.easiness,
+        interval_days=state.interval_days,
+        repetitions=state.repetitions,
+        next_review=state.next_review,
+        last_quality=state.last_quality,
+    )
+
+
+def _utc(moment: datetime) -> datetime:
+    """fsrs insists on UTC-aware datetimes; a naive one has no defined instant."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError("datetimes must be timezone-aware")
+    return moment.astimezone(UTC)
+
+
+def _to_card(state: CardState, now_utc: datetime) -> fsrs.Card:
+    # card_id is fixed: fsrs would otherwise read the clock (and sleep) to invent one.
+    if state.fsrs is None:
+        return fsrs.Card(card_id=0, due=now_utc)
+    data = state.fsrs
+    return fsrs.Card(
+        card_id=0,
+        state=fsrs.State(int(data["state"])),
+        step=data["step"],
+        stability=data["stability"],
+        difficulty=data["difficulty"],
+        due=_utc(datetime.fromisoformat(data["due"])),
+        last_review=_utc(datetime.fromisoformat(data["last_review"]))
+        if data["last_review"]
+        else None,
+    )
+
+
+def _card_to_dict(card: fsrs.Card) -> dict[str, Any]:
+    return {
+        "stability": card.stability,
+        "difficulty": card.difficulty,
+        "state": int(card.state),
+        "step": card.step,
+        "due": card.due.isoformat(),
+        "last_review": _iso(card.last_review),
+    }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def _parse(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None

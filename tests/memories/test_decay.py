@@ -1,0 +1,241 @@
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memories.decay import (
+    DECAY_MODELS,
+    DecayParams,
+    Thresholds,
+    decay_curve,
+    decay_factor,
+    decay_score,
+    half_life_to_lambda,
+    in_danger_zone,
+    lambda_to_half_life,
+    parabola_boost,
+    power_law_t0_seconds,
+    review_priority,
+    should_forget,
+    should_promote,
+)
+
+NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+DAY = 86_400
+EXPONENTIAL = DecayParams()
+THRESHOLDS = Thresholds()
+
+
+def test_it_converts_a_3_day_half_life_to_lambda_per_second():
+    lam = half_life_to_lambda(3.0)
+
+    assert lam == math.log(2) / 259_200
+    assert f"{lam:.3e}" == "2.674e-06"
+    assert lambda_to_half_life(lam) == pytest.approx(3.0)
+
+
+def test_it_halves_after_the_half_life_exactly():
+    assert decay_factor(3 * DAY, EXPONENTIAL) == 0.5
+
+
+@pytest.mark.parametrize("model", ["exponential", "power_law"])
+def test_it_halves_at_the_half_life_for_single_curve_models(model):
+    params = DecayParams(model=model, half_life_days=5.0)
+
+    assert decay_factor(5 * DAY, params) == pytest.approx(0.5, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("hours", "expected"),
+    [(0, 1.0), (6, 2 ** (-1 / 12)), (12, 2 ** (-1 / 6)), (24, 2 ** (-1 / 3)), (48, 2 ** (-2 / 3)),
+     (72, 0.5), (168, 2 ** (-7 / 3)), (336, 2 ** (-14 / 3)), (720, 2**-10)],
+)  # fmt: skip
+def test_it_decays_exponentially_as_powers_of_one_half(hours, expected):
+    assert decay_factor(hours * 3600, EXPONENTIAL) == pytest.approx(expected, rel=1e-12)
+
+
+def test_it_scores_seed_003_example_from_the_formula_not_its_printed_2_34():
+    score = decay_score(
+        use_count=3,
+        last_used_at=NOW - timedelta(days=1),
+        strength=1.5,
+        now=NOW,
+        params=EXPONENTIAL,
+    )
+
+    expected = 4**0.6 * math.exp(-math.log(2) / 3) * 1.5
+    assert score == pytest.approx(expected)
+    assert round(score, 2) == 2.74
+
+
+def test_it_scores_seed_003_sql_test_case_at_3_49_not_1_19():
+    score = decay_score(
+        use_count=5, last_used_at=NOW - timedelta(days=1), strength=1.5, now=NOW, params=EXPONENTIAL
+    )
+
+    assert score == pytest.approx(6**0.6 * 2 ** (-1 / 3) * 1.5)
+    assert round(score, 2) == 3.49
+
+
+@pytest.mark.parametrize("use_count", [0, 1, 2, 5, 10, 50, 100])
+def test_it_weighs_use_count_sub_linearly(use_count):
+    score = decay_score(
+        use_count=use_count, last_used_at=NOW, strength=1.0, now=NOW, params=EXPONENTIAL
+    )
+
+    assert score == pytest.approx(math.exp(0.6 * math.log(use_count + 1)))
+
+
+def test_it_picks_power_law_t0_so_the_curve_halves_at_the_half_life():
+    t0 = power_law_t0_seconds(3.0, 1.1)
+
+    assert t0 == pytest.approx(3 * DAY / (2 ** (1 / 1.1) - 1))
+    params = DecayParams(model="power_law")
+    assert decay_factor(10 * DAY, params) == pytest.approx((1 + 10 * DAY / t0) ** -1.1)
+
+
+def test_it_keeps_a_longer_tail_with_power_law_than_exponential():
+    power = DecayParams(model="power_law")
+
+    assert decay_factor(30 * DAY, power) > 10 * decay_factor(30 * DAY, EXPONENTIAL)
+
+
+def test_it_mixes_fast_and_slow_components():
+    params = DecayParams(model="two_component")
+    dt = 2 * DAY
+
+    expected = 0.7 * 0.5 ** (2 / 0.5) + 0.3 * 0.5 ** (2 / 7)
+    assert decay_factor(dt, params) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("model", DECAY_MODELS)
+def test_it_clamps_negative_elapsed_time_to_zero(model):
+    assert decay_factor(-5 * DAY, DecayParams(model=model)) == 1.0
+
+
+def test_it_rejects_unknown_models_and_bad_shapes():
+    with pytest.raises(ValueError):
+        DecayParams(model="linear")
+    with pytest.raises(ValueError):
+        DecayParams(half_life_days=0)
+    with pytest.raises(ValueError):
+        DecayParams(fast_weight=1.5)
+
+
+def test_it_promotes_on_score_or_on_uses_in_window():
+    assert should_promote(score=0.65, uses_in_window=0, thresholds=THRESHOLDS)
+    assert should_promote(score=0.1, uses_in_window=5, thresholds=THRESHOLDS)
+    assert not should_promote(score=0.649, uses_in_window=4, thresholds=THRESHOLDS)
+
+
+def test_it_forgets_only_short_term_memories_strictly_below_the_threshold():
+    assert should_forget(score=0.049, tier="short_term", thresholds=THRESHOLDS)
+    assert not should_forget(score=0.05, tier="short_term", thresholds=THRESHOLDS)
+    assert not should_forget(score=0.0, tier="long_term", thresholds=THRESHOLDS)
+    assert not should_forget(score=0.0, tier="core", thresholds=THRESHOLDS)
+
+
+def test_it_forgets_an_untouched_memory_after_about_13_days():
+    def score(days: float) -> float:
+        return decay_score(
+            use_count=0,
+            last_used_at=NOW - timedelta(days=days),
+            strength=1.0,
+            now=NOW,
+            params=EXPONENTIAL,
+        )
+
+    crossing = 3 * math.log2(1 / 0.05)  # 12.97 days
+    assert not should_forget(score=score(crossing - 0.01), tier="short_term", thresholds=THRESHOLDS)
+    assert should_forget(score=score(crossing + 0.01), tier="short_term", thresholds=THRESHOLDS)
+
+
+@pytest.mark.parametrize(
+    ("score", "inside"), [(0.149, False), (0.15, True), (0.25, True), (0.35, True), (0.351, False)]
+)
+def test_it_treats_the_danger_zone_as_inclusive(score, inside):
+    assert in_danger_zone(score, THRESHOLDS) is inside
+
+
+def test_it_gives_full_review_priority_at_the_danger_zone_centre():
+    def sigmoid(x: float) -> float:
+        return 1 / (1 + math.exp(-x))
+
+    assert review_priority(0.25, THRESHOLDS) == pytest.approx(1.0)
+    assert review_priority(0.0, THRESHOLDS) == pytest.approx(sigmoid(0.25) / sigmoid(0.5))
+    assert review_priority(0.15, THRESHOLDS) == pytest.approx(review_priority(0.35, THRESHOLDS))
+
+
+def test_it_shapes_the_parabola_boost_around_the_centre():
+    assert parabola_boost(0.25, THRESHOLDS) == 1.0
+    assert parabola_boost(0.35, THRESHOLDS) == pytest.approx(1 - 0.01 / 0.0625)
+    assert parabola_boost(0.5, THRESHOLDS) == 0.0
+    assert parabola_boost(0.9, THRESHOLDS) == 0.0
+    assert parabola_boost(0.35, THRESHOLDS, half_width=0.1) == pytest.approx(0.0)
+
+
+def test_it_plots_a_curve_from_now_onwards():
+    curve = decay_curve(
+        use_count=0, last_used_at=NOW, strength=1.0, now=NOW, params=EXPONENTIAL, days=3
+    )
+
+    assert len(curve) == 3 * 4 + 1
+    assert curve[0] == (0.0, 1.0)
+    assert curve[-1] == (3.0, 0.5)
+    assert [offset for offset, _ in curve[:3]] == [0.0, 0.25, 0.5]
+
+
+params_strategy = st.builds(
+    DecayParams,
+    model=st.sampled_from(DECAY_MODELS),
+    half_life_days=st.floats(min_value=0.01, max_value=365),
+    beta=st.floats(min_value=0, max_value=2),
+    power_alpha=st.floats(min_value=0.1, max_value=5),
+    fast_half_life_days=st.floats(min_value=0.01, max_value=30),
+    slow_half_life_days=st.floats(min_value=0.01, max_value=365),
+    fast_weight=st.floats(min_value=0, max_value=1),
+)
+seconds = st.floats(min_value=0, max_value=3e8)
+
+
+@given(params_strategy, seconds, seconds, st.integers(0, 1000))
+def test_it_never_rises_as_time_passes(params, a, b, use_count):
+    earlier, later = sorted((a, b))
+    base = NOW - timedelta(seconds=4e8)
+
+    def at(offset: float) -> float:
+        return decay_score(
+            use_count=use_count,
+            last_used_at=base,
+            strength=1.0,
+            now=base + timedelta(seconds=offset),
+            params=params,
+        )
+
+    assert at(later) <= at(earlier)
+
+
+@given(params_strategy, seconds, st.integers(0, 1000), st.integers(0, 1000))
+def test_it_never_falls_as_use_count_grows(params, elapsed, a, b):
+    fewer, more = sorted((a, b))
+
+    def with_uses(use_count: int) -> float:
+        return decay_score(
+            use_count=use_count,
+            last_used_at=NOW - timedelta(seconds=elapsed),
+            strength=1.0,
+            now=NOW,
+            params=params,
+        )
+
+    assert with_uses(more) >= with_uses(fewer)
+
+
+@given(st.floats(min_value=-10, max_value=10))
+def test_it_keeps_review_priority_and_boost_within_0_and_1(score):
+    assert 0.0 <= review_priority(score, THRESHOLDS) <= 1.0
+    assert 0.0 <= parabola_boost(score, THRESHOLDS) <= 1.0

@@ -1,0 +1,179 @@
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from review.schedulers import (
+    CardState,
+    FSRSScheduler,
+    Scheduler,
+    SM2Scheduler,
+    get_scheduler,
+)
+from review.sm2 import Button, SM2Config
+
+NOW = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+BUTTONS = (Button.AGAIN, Button.HARD, Button.GOOD, Button.EASY)
+
+
+@pytest.fixture(params=["sm2", "fsrs"])
+def scheduler(request) -> Scheduler:
+    return get_scheduler(request.param, sm2_config=SM2Config(), desired_retention=0.9)
+
+
+def test_it_starts_cards_new_and_not_due(scheduler):
+    state = scheduler.initial_state()
+
+    assert state.next_review is None
+    assert not scheduler.is_due(state, NOW)
+
+
+def test_it_schedules_a_success_later_and_later(scheduler):
+    first = scheduler.grade(scheduler.initial_state(), 4, now=NOW)
+    second = scheduler.grade(first, 4, now=first.next_review)
+
+    assert first.next_review > NOW
+    assert second.next_review > first.next_review
+    assert second.next_review - first.next_review > first.next_review - NOW
+
+
+def test_it_is_not_due_right_after_a_success(scheduler):
+    state = scheduler.grade(scheduler.initial_state(), 5, now=NOW)
+
+    assert not scheduler.is_due(state, NOW)
+    assert scheduler.is_due(state, state.next_review)
+
+
+def test_it_gives_a_failure_a_short_interval(scheduler):
+    state = scheduler.initial_state()
+    for day in range(4):
+        state = scheduler.grade(state, 5, now=NOW + timedelta(days=30 * day))
+    when = NOW + timedelta(days=200)
+
+    failed = scheduler.grade(state, 1, now=when)
+
+    assert failed.next_review - when <= timedelta(days=1)
+    assert failed.repetitions == 0
+    assert failed.last_quality == 1
+    assert failed.last_reviewed_at == when
+
+
+def test_it_previews_four_buttons_in_non_decreasing_order(scheduler):
+    state = scheduler.grade(scheduler.initial_state(), 4, now=NOW)
+
+    preview = scheduler.preview(state, now=state.next_review)
+
+    assert set(preview) == set(BUTTONS)
+    values = [preview[b] for b in BUTTONS]
+    assert values == sorted(values)
+    assert all(isinstance(v, timedelta) for v in values)
+
+
+def test_it_round_trips_state_through_json(scheduler):
+    state = scheduler.grade(scheduler.initial_state(), 4, now=NOW)
+    state = scheduler.grade(state, 3, now=state.next_review + timedelta(hours=5))
+
+    restored = CardState.from_dict(json.loads(json.dumps(state.to_dict())))
+
+    assert restored == state
+    assert scheduler.grade(restored, 4, now=NOW + timedelta(days=40)) == scheduler.grade(
+        state, 4, now=NOW + timedelta(days=40)
+    )
+
+
+def test_it_keeps_priority_within_0_and_1(scheduler):
+    state = scheduler.grade(scheduler.initial_state(), 2, now=NOW)
+    for offset in (0, 1, 10, 100, 1000):
+        assert 0.0 <= scheduler.priority(state, NOW + timedelta(days=offset)) <= 1.0
+
+
+def test_it_rejects_out_of_range_grades(scheduler):
+    with pytest.raises(ValueError):
+        scheduler.grade(scheduler.initial_state(), 6, now=NOW)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(["sm2", "fsrs"]),
+    grades=st.lists(st.integers(min_value=0, max_value=5), min_size=1, max_size=12),
+    gaps=st.lists(st.floats(min_value=0, max_value=60), min_size=12, max_size=12),
+)
+def test_it_keeps_the_contract_along_any_history(name, grades, gaps):
+    scheduler = get_scheduler(name, sm2_config=SM2Config(), desired_retention=0.9)
+    state = scheduler.initial_state()
+    now = NOW
+    for grade, gap in zip(grades, gaps, strict=False):
+        now = now + timedelta(days=gap)
+        state = scheduler.grade(state, grade, now=now)
+        assert state.next_review > now
+        assert not scheduler.is_due(state, now)
+        assert 0.0 <= scheduler.priority(state, now) <= 1.0
+        preview = scheduler.preview(state, now=now)
+        assert [preview[b] for b in BUTTONS] == sorted(preview[b] for b in BUTTONS)
+    assert CardState.from_dict(json.loads(json.dumps(state.to_dict()))) == state
+
+
+def test_it_matches_sm2_intervals_of_seed_000():
+    scheduler = SM2Scheduler(SM2Config())
+    state = scheduler.initial_state()
+    intervals = []
+    for grade in (4, 5, 5, 1):
+        state = scheduler.grade(state, grade, now=NOW)
+        intervals.append(state.interval_days)
+
+    assert intervals == [1, 6, 15, 1]
+
+
+def test_it_maps_grades_to_fsrs_ratings():
+    fsrs = FSRSScheduler()
+    new = fsrs.initial_state()
+
+    # New FSRS cards: Again 1 min, Hard 5.5 min, Good 10 min (learning steps 1 and 10 min).
+    assert [fsrs.grade(new, q, now=NOW).next_review - NOW for q in (0, 1, 2)] == [
+        timedelta(minutes=1)
+    ] * 3
+    assert fsrs.grade(new, 3, now=NOW).next_review - NOW == timedelta(minutes=5, seconds=30)
+    assert fsrs.grade(new, 4, now=NOW).next_review - NOW == timedelta(minutes=10)
+    assert fsrs.grade(new, 5, now=NOW).next_review - NOW >= timedelta(days=1)
+
+
+def test_it_counts_fsrs_interval_days_as_whole_days_rounded_up():
+    state = FSRSScheduler().grade(CardState(), 4, now=NOW)
+
+    assert state.interval_days == 1  # due in ten minutes
+    assert state.fsrs is not None and state.fsrs["due"] == state.next_review.isoformat()
+
+
+def test_it_is_deterministic_without_fuzzing():
+    a = FSRSScheduler()
+    b = FSRSScheduler()
+    history = [(4, 0), (4, 1), (5, 5), (4, 40), (4, 200)]
+
+    def replay(scheduler: FSRSScheduler) -> CardState:
+        state = scheduler.initial_state()
+        for grade, day in history:
+            state = scheduler.grade(state, grade, now=NOW + timedelta(days=day, minutes=10))
+        return state
+
+    assert replay(a) == replay(b)
+
+
+def test_it_accepts_any_aware_timezone_for_fsrs():
+    paris = timezone(timedelta(hours=1))
+    state = FSRSScheduler().grade(CardState(), 4, now=NOW.astimezone(paris))
+
+    assert state.next_review == NOW + timedelta(minutes=10)
+
+
+def test_it_refuses_naive_datetimes_for_fsrs():
+    with pytest.raises(ValueError):
+        FSRSScheduler().grade(CardState(), 4, now=NOW.replace(tzinfo=None))
+
+
+def test_it_refuses_unknown_scheduler_names():
+    with pytest.raises(ValueError):
+        get_scheduler("leitner", sm2_config=SM2Config(), desired_retention=0.9)
