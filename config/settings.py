@@ -6,6 +6,7 @@ start-up with an ImproperlyConfigured error naming the variable.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -58,6 +59,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "django_q",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "memories",
     "review",
     "recall",
@@ -66,6 +69,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.api.ApiBodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -205,11 +209,52 @@ X_FRAME_OPTIONS = "DENY"
 
 # --- REST API ---------------------------------------------------------------------------
 
+API_RATE_LIMIT = env.str("API_RATE_LIMIT", "1200/min")
+if not re.fullmatch(r"\d+/(s|sec|m|min|h|hour|d|day)", API_RATE_LIMIT):
+    raise ImproperlyConfigured(
+        f"API_RATE_LIMIT={API_RATE_LIMIT!r} must look like 600/min (per s, min, hour or day)."
+    )
+API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
+API_IMPORT_MAX_BYTES = env.int("API_IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1024)
+API_MAX_CONTENT_LENGTH = env.int("API_MAX_CONTENT_LENGTH", 20_000, minimum=100)
+API_DEFAULT_PAGE_SIZE = env.int("API_DEFAULT_PAGE_SIZE", 50, minimum=1)
+API_MAX_PAGE_SIZE = env.int("API_MAX_PAGE_SIZE", 500, minimum=1)
+API_BULK_MAX = env.int("API_BULK_MAX", 1000, minimum=1)
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "memories.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["memories.auth.ScopedAccess"],
+    "DEFAULT_THROTTLE_CLASSES": ["memories.auth.TokenRateThrottle"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "config.api.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Engram API",
+    "DESCRIPTION": (
+        "Long-term memory for AI agents. Authenticate with `Authorization: Bearer <token>`; "
+        'every error answers `{"error": {"status", "code", "message", "fields"}}`.'
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "ENUM_NAME_OVERRIDES": {
+        "ClassificationEnum": ["public", "internal", "confidential", "restricted"],
+    },
 }
 
 # --- Scoring: SM-2 (seeds 000 and 004) --------------------------------------------------

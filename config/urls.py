@@ -3,10 +3,24 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+api_v1 = [
+    path("", include("memories.urls")),
+    path("schema", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+]
 
 urlpatterns = [
+    path("api/v1/", include(api_v1)),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     # The dashboard arrives with its own issue; until then the admin is the home page.
     path("", RedirectView.as_view(pattern_name="admin:index", permanent=False), name="home"),
 ]
+
+handler400 = "config.api.handler400"
+handler403 = "config.api.handler403"
+handler404 = "config.api.handler404"
+handler500 = "config.api.handler500"

@@ -13,7 +13,15 @@ from django.db.models import F
 from django.db.models.functions import Least
 from django.utils import timezone
 
-from memories.models import Classification, Memory, MemoryEvent, Namespace
+from memories.models import (
+    Association,
+    Classification,
+    Entity,
+    Memory,
+    MemoryEvent,
+    Namespace,
+    Relation,
+)
 from memories.signatures import simhash
 from memories.text import fold
 
@@ -385,3 +393,205 @@ def namespace_create(
     namespace.full_clean()
     namespace.save(force_insert=True)
     return namespace
+
+
+TOKEN_PREFIX_BYTES = 6
+TOKEN_SECRET_BYTES = 32
+
+
+def token_hash(secret: str) -> str:
+    """SHA-256 of the whole token: tokens are 256-bit random, so no salt or stretching."""
+    import hashlib
+
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@transaction.atomic
+def token_create(
+    *,
+    owner,
+    name: str,
+    namespaces: Iterable[Namespace] = (),
+    all_namespaces: bool = False,
+    access: str = "read",
+    ceiling: int = Classification.INTERNAL,
+    expires_at: datetime | None = None,
+) -> tuple[Any, str]:
+    """Create an API token; returns (token, secret). The secret is never stored or shown again."""
+    import secrets
+
+    from memories.models import ApiToken
+
+    namespaces = list(namespaces)
+    if any(ns.owner_id != owner.pk for ns in namespaces):
+        raise ValidationError({"namespaces": "Unknown namespace."})
+    if not all_namespaces and not namespaces:
+        raise ValidationError({"namespaces": "Choose at least one namespace, or all_namespaces."})
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationError({"expires_at": "Must be in the future."})
+    prefix = secrets.token_hex(TOKEN_PREFIX_BYTES)
+    secret = f"eng_{prefix}_{secrets.token_urlsafe(TOKEN_SECRET_BYTES)}"
+    token = ApiToken(
+        owner=owner,
+        name=name.strip(),
+        prefix=prefix,
+        secret_hash=token_hash(secret),
+        all_namespaces=all_namespaces,
+        access=access,
+        ceiling=ceiling,
+        expires_at=expires_at,
+    )
+    token.full_clean()
+    token.save(force_insert=True)
+    if namespaces:
+        token.namespaces.set(namespaces)
+    return token, secret
+
+
+def token_revoke(*, token, now: datetime | None = None) -> None:
+    """Revoke a token; the next request that presents it is refused."""
+    from memories.models import ApiToken
+
+    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+        revoked_at=now or timezone.now()
+    )
+
+
+@transaction.atomic
+def memory_bulk_create(
+    *, items: list[dict[str, Any]], actor=None, source: str = "system"
+) -> list[Memory]:
+    """Create many memories at once, all or nothing.
+
+    Each item holds `namespace` (a Namespace) and create fields. Every item is validated
+    before anything is written; errors are raised as one ValidationError keyed by item
+    index, so a caller can report them all.
+    """
+    built: list[Memory] = []
+    errors: dict[str, Any] = {}
+    for index, item in enumerate(items):
+        item = dict(item)
+        try:
+            built.append(memory_build(**item))
+        except ValidationError as exc:
+            errors[str(index)] = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
+    if errors:
+        raise ValidationError({"items": [errors]})
+    created = Memory.objects.bulk_create(built)
+    MemoryEvent.objects.bulk_create(
+        MemoryEvent(
+            namespace_id=memory.namespace_id,
+            memory=memory,
+            memory_ref=memory.pk,
+            kind=MemoryEvent.Kind.CREATED,
+            after=_snapshot(memory),
+            actor=actor,
+            source=source,
+            created_at=memory.created_at,
+        )
+        for memory in created
+    )
+    return created
+
+
+NAMESPACE_EDITABLE_FIELDS = (
+    "name",
+    "description",
+    "mode",
+    "weight_similarity",
+    "weight_recency",
+    "weight_utility",
+    "weight_confidence",
+    "decay_model",
+    "decay_half_life_days",
+    "decay_beta",
+    "decay_power_alpha",
+    "decay_fast_half_life_days",
+    "decay_slow_half_life_days",
+    "decay_fast_weight",
+    "scheduler",
+    "desired_retention",
+    "new_cards_per_day",
+)
+
+
+@transaction.atomic
+def namespace_update(*, namespace: Namespace, changes: Mapping[str, Any]) -> Namespace:
+    """Change a namespace's name or settings (its slug and owner never change)."""
+    unknown = set(changes) - set(NAMESPACE_EDITABLE_FIELDS)
+    if unknown:
+        raise ValidationError({name: "Unknown or read-only field." for name in sorted(unknown)})
+    locked = Namespace.objects.select_for_update().get(pk=namespace.pk)
+    for field, value in changes.items():
+        setattr(locked, field, value)
+    locked.full_clean()
+    if changes:
+        locked.save(update_fields=list(changes))
+    return locked
+
+
+def association_create(
+    *, source: Memory, target: Memory, weight: float = 0.5, kind: str = "related"
+) -> Association:
+    """Link two memories of one namespace."""
+    if source.namespace_id != target.namespace_id:
+        raise ValidationError({"target": "Both memories must be in the same namespace."})
+    if source.pk == target.pk:
+        raise ValidationError({"target": "A memory cannot be linked to itself."})
+    if Association.objects.filter(source=source, target=target).exists():
+        raise ValidationError({"target": "These memories are already linked."})
+    association = Association(
+        namespace_id=source.namespace_id, source=source, target=target, weight=weight, kind=kind
+    )
+    association.full_clean(exclude=["namespace", "source", "target"])
+    association.save(force_insert=True)
+    return association
+
+
+def entity_get_or_create(*, namespace: Namespace, name: str, kind: str = "thing") -> Entity:
+    """The namespace's entity of that (folded) name, created if new."""
+    display = " ".join(name.split())
+    key = fold(display)
+    if not key:
+        raise ValidationError({"name": "This field may not be blank."})
+    if len(key) > 200:
+        raise ValidationError({"name": "At most 200 characters."})
+    entity, _ = Entity.objects.get_or_create(
+        namespace=namespace, name=key, defaults={"display_name": display, "kind": kind}
+    )
+    return entity
+
+
+@transaction.atomic
+def relation_create(
+    *,
+    namespace: Namespace,
+    subject: str,
+    predicate: str,
+    object: str,
+    memory: Memory | None = None,
+    weight: float = 0.6,
+) -> Relation:
+    """subject -[predicate]-> object between entities named by text, created as needed."""
+    predicate = "_".join(fold(predicate).split())
+    if not predicate:
+        raise ValidationError({"predicate": "This field may not be blank."})
+    if memory is not None and memory.namespace_id != namespace.pk:
+        raise ValidationError({"memory": "Must be a memory of the same namespace."})
+    subject_entity = entity_get_or_create(namespace=namespace, name=subject)
+    object_entity = entity_get_or_create(namespace=namespace, name=object)
+    if Relation.objects.filter(
+        subject=subject_entity, predicate=predicate, object=object_entity
+    ).exists():
+        raise ValidationError({"predicate": "This relation already exists."})
+    relation = Relation(
+        namespace=namespace,
+        subject=subject_entity,
+        predicate=predicate,
+        object=object_entity,
+        memory=memory,
+        weight=weight,
+    )
+    relation.full_clean(exclude=["namespace", "subject", "object", "memory"])
+    relation.save(force_insert=True)
+    return relation

@@ -29,3 +29,30 @@ def make_memory(namespace):
         return services.memory_create(content=content, **fields)
 
     return make
+
+
+@pytest.fixture
+def make_token():
+    """make_token(user, namespaces=[...], access="write", ceiling=1) -> (token, secret)."""
+
+    def make(owner, namespaces=(), **fields):
+        fields.setdefault("access", "write")
+        if not namespaces:
+            fields.setdefault("all_namespaces", True)
+        return services.token_create(owner=owner, name="test", namespaces=namespaces, **fields)
+
+    return make
+
+
+@pytest.fixture
+def api():
+    """An APIClient factory authenticated by a bearer secret."""
+    from rest_framework.test import APIClient
+
+    def make(secret: str | None = None) -> APIClient:
+        client = APIClient()
+        if secret:
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+        return client
+
+    return make

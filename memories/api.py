@@ -1,0 +1,819 @@
+"""REST endpoints for namespaces, memories and their links. Each view: validate, call one
+service, serialize. Every lookup goes through the caller's Scope, so ids outside it 404."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from django.db.models import Count, Q, QuerySet
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied, UnsupportedMediaType
+from rest_framework.parsers import BaseParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import CursorPagination
+from memories import serializers as s
+from memories import services, transfer
+from memories.auth import Scope, SessionOnly
+from memories.models import (
+    ApiToken,
+    Association,
+    Classification,
+    Consolidation,
+    Entity,
+    Memory,
+    MemoryEvent,
+    Namespace,
+    Relation,
+)
+from memories.text import fold
+
+ERROR_EXAMPLE = OpenApiExample(
+    "Validation error",
+    value={
+        "error": {
+            "status": 400,
+            "code": "invalid",
+            "message": "Invalid input.",
+            "fields": {"content": ["This field may not be blank."]},
+        }
+    },
+    response_only=True,
+    status_codes=["400"],
+)
+MEMORY_EXAMPLE = OpenApiExample(
+    "A memory",
+    value={
+        "namespace": "work",
+        "content": "The project uses PostgreSQL 15 in production.",
+        "topic": "project",
+        "keywords": ["database", "postgresql"],
+        "memory_type": "semantic",
+        "classification": "internal",
+    },
+    request_only=True,
+)
+
+
+def _namespace(scope: Scope, slug: str, *, field: str) -> Namespace:
+    """A namespace in scope named in a body or query: unknown ones are a field error."""
+    namespace = scope.namespaces().filter(slug=slug).first()
+    if namespace is None:
+        raise serializers.ValidationError({field: ["No such namespace."]})
+    return namespace
+
+
+def _memory(scope: Scope, pk: int) -> Memory:
+    return get_object_or_404(scope.memories().select_related("namespace"), pk=pk)
+
+
+def _check_ceiling(scope: Scope, classification: int | None) -> None:
+    if classification is not None and classification > scope.ceiling:
+        raise serializers.ValidationError(
+            {
+                "classification": [
+                    "Above this token's ceiling "
+                    f"({Classification(scope.ceiling).label}); it could not be read back."
+                ]
+            }
+        )
+
+
+def _source(request: Request) -> str:
+    return "api" if isinstance(request.auth, ApiToken) else "dashboard"
+
+
+def _paginate(request: Request, view: APIView, queryset: QuerySet, serializer, **context):
+    paginator = CursorPagination()
+    page = paginator.paginate_queryset(queryset, request, view=view)
+    data = serializer(page, many=True, context={"request": request, **context}).data
+    return paginator.get_paginated_response(data)
+
+
+# --- Namespaces -----------------------------------------------------------------------
+
+
+class NamespaceListView(APIView):
+    @extend_schema(
+        responses=s.NamespaceOutput(many=True),
+        tags=["namespaces"],
+        summary="List the namespaces this caller may use",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        namespaces = (
+            scope.namespaces()
+            .annotate(
+                memory_count=Count(
+                    "memories", filter=Q(memories__classification__lte=scope.ceiling)
+                )
+            )
+            .order_by("name")
+        )
+        return Response(s.NamespaceOutput(namespaces, many=True).data)
+
+    @extend_schema(
+        request=s.NamespaceInput,
+        responses={201: s.NamespaceOutput},
+        tags=["namespaces"],
+        summary="Create a namespace",
+        examples=[
+            OpenApiExample(
+                "Agent namespace",
+                request_only=True,
+                value={"name": "agent-42", "mode": "agent_memory"},
+            ),
+            ERROR_EXAMPLE,
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        if not scope.manages_namespaces:
+            raise PermissionDenied("Creating namespaces needs a write token for all namespaces.")
+        data = s.NamespaceInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        namespace = services.namespace_create(owner=request.user, **data.validated_data)
+        return Response(s.NamespaceOutput(namespace).data, status=status.HTTP_201_CREATED)
+
+
+class NamespaceDetailView(APIView):
+    @extend_schema(responses=s.NamespaceOutput, tags=["namespaces"], summary="Get a namespace")
+    def get(self, request: Request, slug: str) -> Response:
+        namespace = get_object_or_404(Scope.of(request).namespaces(), slug=slug)
+        return Response(s.NamespaceOutput(namespace).data)
+
+    @extend_schema(
+        request=s.NamespaceUpdateInput,
+        responses=s.NamespaceOutput,
+        tags=["namespaces"],
+        summary="Change a namespace's name or settings",
+        examples=[
+            OpenApiExample(
+                "Switch to FSRS",
+                request_only=True,
+                value={"scheduler": "fsrs", "desired_retention": 0.9},
+            )
+        ],
+    )
+    def patch(self, request: Request, slug: str) -> Response:
+        namespace = get_object_or_404(Scope.of(request).namespaces(), slug=slug)
+        data = s.NamespaceUpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        namespace = services.namespace_update(namespace=namespace, changes=data.validated_data)
+        return Response(s.NamespaceOutput(namespace).data)
+
+
+# --- Memories -------------------------------------------------------------------------
+
+LIST_PARAMETERS = [
+    OpenApiParameter("limit", int, description="Page size (API_MAX_PAGE_SIZE at most)."),
+    OpenApiParameter("cursor", str, description="Opaque cursor from `next` or `previous`."),
+]
+
+
+class MemoryListView(APIView):
+    @extend_schema(
+        parameters=[s.MemoryListFilter],
+        responses=s.MemoryOutput(many=True),
+        tags=["memories"],
+        summary="List memories, newest first, with filters and cursor pagination",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        params = s.MemoryListFilter(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        f = params.validated_data
+        memories = scope.memories().select_related("namespace")
+        if "namespace" in f:
+            memories = memories.filter(
+                namespace=_namespace(scope, f["namespace"], field="namespace")
+            )
+        memories = (
+            memories.filter(status=f["status"])
+            if "status" in f
+            else memories.exclude(status=Memory.Status.FORGOTTEN)
+        )
+        for name in ("topic", "tier", "memory_type", "classification"):
+            if name in f:
+                memories = memories.filter(**{name: f[name]})
+        if "created_after" in f:
+            memories = memories.filter(created_at__gte=f["created_after"])
+        if "created_before" in f:
+            memories = memories.filter(created_at__lt=f["created_before"])
+        if f.get("q"):
+            memories = _text_filter(memories, f["q"])
+        return _paginate(request, self, memories, s.MemoryOutput, now=timezone.now())
+
+    @extend_schema(
+        request=s.MemoryCreateInput,
+        responses={201: s.MemoryOutput},
+        tags=["memories"],
+        summary="Store a memory",
+        examples=[MEMORY_EXAMPLE, ERROR_EXAMPLE],
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        data = s.MemoryCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        namespace = _namespace(scope, fields.pop("namespace"), field="namespace")
+        _check_ceiling(scope, fields.get("classification"))
+        memory = services.memory_create(
+            namespace=namespace, actor=request.user, source=_source(request), **fields
+        )
+        return Response(s.MemoryOutput(memory).data, status=status.HTTP_201_CREATED)
+
+
+def _text_filter(memories: QuerySet[Memory], text: str) -> QuerySet[Memory]:
+    """Memories whose folded text contains `text`, through the trigram index of each engine."""
+    needle = fold(text)
+    if connection.vendor == "sqlite" and len(needle) >= 3:
+        phrase = '"' + needle.replace('"', '""') + '"'
+        matching = Memory.objects.extra(
+            where=[
+                "memories_memory.id IN (SELECT rowid FROM memories_memory_trgm "
+                "WHERE memories_memory_trgm MATCH %s)"
+            ],
+            params=[f"search_text : {phrase}"],
+        ).values("pk")
+        return memories.filter(pk__in=matching)
+    return memories.filter(search_text__contains=needle)
+
+
+class MemoryBulkView(APIView):
+    @extend_schema(
+        request=s.BulkCreateInput,
+        responses={201: s.MemoryOutput(many=True)},
+        tags=["memories"],
+        summary="Store up to API_BULK_MAX memories, all or nothing",
+        description="Every item is validated first. If any item is invalid nothing is "
+        "written and `error.fields.memories` maps each bad item's index to its errors.",
+        examples=[
+            OpenApiExample(
+                "Two memories",
+                request_only=True,
+                value={
+                    "namespace": "work",
+                    "memories": [
+                        {"content": "Deploys happen on Tuesdays."},
+                        {"content": "The staging database is db2.", "topic": "ops"},
+                    ],
+                },
+            ),
+            OpenApiExample(
+                "One bad item",
+                response_only=True,
+                status_codes=["400"],
+                value={
+                    "error": {
+                        "status": 400,
+                        "code": "invalid",
+                        "message": "Invalid input.",
+                        "fields": {"memories": {"1": {"content": ["This field is required."]}}},
+                    }
+                },
+            ),
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        envelope = s.BulkCreateInput(data=request.data)
+        envelope.is_valid(raise_exception=True)
+        default_ns = envelope.validated_data.get("namespace")
+        namespaces = {ns.slug: ns for ns in scope.namespaces()}
+        items: list[dict[str, Any]] = []
+        errors: dict[str, Any] = {}
+        for index, raw in enumerate(envelope.validated_data["memories"]):
+            raw = dict(raw)
+            raw.setdefault("namespace", default_ns)
+            item = s.MemoryCreateInput(data=raw)
+            if not item.is_valid():
+                errors[str(index)] = item.errors
+                continue
+            fields = dict(item.validated_data)
+            namespace = namespaces.get(fields.pop("namespace"))
+            if namespace is None:
+                errors[str(index)] = {"namespace": ["No such namespace."]}
+                continue
+            if fields.get("classification", Classification.INTERNAL) > scope.ceiling:
+                errors[str(index)] = {"classification": ["Above this token's ceiling."]}
+                continue
+            items.append({"namespace": namespace, **fields})
+        if errors:
+            raise serializers.ValidationError({"memories": errors})
+        created = services.memory_bulk_create(
+            items=items, actor=request.user, source=_source(request)
+        )
+        return Response(s.MemoryOutput(created, many=True).data, status=status.HTTP_201_CREATED)
+
+
+class MemoryDetailView(APIView):
+    @extend_schema(responses=s.MemoryOutput, tags=["memories"], summary="Get a memory")
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(s.MemoryOutput(_memory(Scope.of(request), pk)).data)
+
+    @extend_schema(
+        request=s.MemoryUpdateInput,
+        responses=s.MemoryOutput,
+        tags=["memories"],
+        summary="Change a memory's editable fields (history records before and after)",
+        examples=[
+            OpenApiExample(
+                "Correct a fact",
+                request_only=True,
+                value={"content": "Deploys happen on Thursdays."},
+            ),
+            ERROR_EXAMPLE,
+        ],
+    )
+    def patch(self, request: Request, pk: int) -> Response:
+        scope = Scope.of(request)
+        memory = _memory(scope, pk)
+        data = s.MemoryUpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        _check_ceiling(scope, data.validated_data.get("classification"))
+        memory = services.memory_update(
+            memory=memory,
+            changes=data.validated_data,
+            actor=request.user,
+            source=_source(request),
+        )
+        return Response(s.MemoryOutput(memory).data)
+
+    @extend_schema(
+        responses={204: None},
+        tags=["memories"],
+        summary="Purge a memory for good (history keeps a 'purged' event)",
+    )
+    def delete(self, request: Request, pk: int) -> Response:
+        memory = _memory(Scope.of(request), pk)
+        services.memory_purge(memory=memory, actor=request.user, source=_source(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemoryForgetView(APIView):
+    @extend_schema(
+        request=s.ForgetInput,
+        responses=s.MemoryOutput,
+        tags=["memories"],
+        summary="Forget a memory (hidden, restorable until purged)",
+        examples=[
+            OpenApiExample("Obsolete", request_only=True, value={"reason": "superseded by #42"})
+        ],
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        memory = _memory(Scope.of(request), pk)
+        data = s.ForgetInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        memory = services.memory_forget(
+            memory=memory,
+            reason=data.validated_data["reason"],
+            actor=request.user,
+            source=_source(request),
+        )
+        return Response(s.MemoryOutput(memory).data)
+
+
+class MemoryRestoreView(APIView):
+    @extend_schema(
+        request=None,
+        responses=s.MemoryOutput,
+        tags=["memories"],
+        summary="Restore a forgotten or archived memory",
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        memory = _memory(Scope.of(request), pk)
+        memory = services.memory_restore(memory=memory, actor=request.user, source=_source(request))
+        return Response(s.MemoryOutput(memory).data)
+
+
+class MemoryTouchView(APIView):
+    @extend_schema(
+        request=s.TouchInput,
+        responses=s.MemoryOutput,
+        tags=["memories"],
+        summary="Record a use; optionally boost strength x1.1 (capped at 2.0)",
+        examples=[OpenApiExample("Boost", request_only=True, value={"boost_strength": True})],
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        memory = _memory(Scope.of(request), pk)
+        data = s.TouchInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        memory = services.memory_touch(
+            memory=memory,
+            boost_strength=data.validated_data["boost_strength"],
+            actor=request.user,
+            source=_source(request),
+        )
+        memory = _memory(Scope.of(request), pk)
+        return Response(s.MemoryOutput(memory).data)
+
+
+def _redact_above_ceiling(events: list[MemoryEvent], ceiling: int) -> None:
+    """Hide before/after values of events from a time the memory sat above the ceiling."""
+    names = {c.label: c.value for c in Classification}
+    for event in events:
+        levels = [
+            names.get(snapshot.get("classification"), -1)
+            for snapshot in (event.before, event.after)
+            if isinstance(snapshot, dict)
+        ]
+        if any(level > ceiling for level in levels):
+            event.before = {"redacted": "above this token's classification ceiling"}
+            event.after = {"redacted": "above this token's classification ceiling"}
+
+
+class MemoryHistoryView(APIView):
+    @extend_schema(
+        parameters=LIST_PARAMETERS,
+        responses=s.EventOutput(many=True),
+        tags=["memories"],
+        summary="A memory's history, newest first",
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        scope = Scope.of(request)
+        memory = _memory(scope, pk)
+        events = MemoryEvent.objects.filter(memory_ref=memory.pk).select_related("actor")
+        paginator = CursorPagination()
+        page = paginator.paginate_queryset(events, request, view=self)
+        _redact_above_ceiling(page, scope.ceiling)
+        return paginator.get_paginated_response(s.EventOutput(page, many=True).data)
+
+
+# --- Associations, entities, relations, digests ----------------------------------------
+
+
+class AssociationListView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("memory", int, description="Links from or to a memory."),
+            *LIST_PARAMETERS,
+        ],
+        responses=s.AssociationOutput(many=True),
+        tags=["links"],
+        summary="List associations between memories you can see",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        visible = scope.memories().values("pk")
+        links = Association.objects.filter(source__in=visible, target__in=visible)
+        memory = request.query_params.get("memory")
+        if memory is not None:
+            if not memory.isdigit():
+                raise serializers.ValidationError({"memory": ["Must be an integer."]})
+            links = links.filter(Q(source_id=int(memory)) | Q(target_id=int(memory)))
+        return _paginate(request, self, links, s.AssociationOutput)
+
+    @extend_schema(
+        request=s.AssociationInput,
+        responses={201: s.AssociationOutput},
+        tags=["links"],
+        summary="Link two memories of one namespace",
+        examples=[
+            OpenApiExample(
+                "Link", request_only=True, value={"source": 1, "target": 2, "weight": 0.6}
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        data = s.AssociationInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        ends = {
+            m.pk: m
+            for m in scope.memories().filter(
+                pk__in=[data.validated_data["source"], data.validated_data["target"]]
+            )
+        }
+        for end in ("source", "target"):
+            if data.validated_data[end] not in ends:
+                raise serializers.ValidationError({end: ["No such memory."]})
+        link = services.association_create(
+            source=ends[data.validated_data["source"]],
+            target=ends[data.validated_data["target"]],
+            weight=data.validated_data["weight"],
+            kind=data.validated_data["kind"],
+        )
+        return Response(s.AssociationOutput(link).data, status=status.HTTP_201_CREATED)
+
+
+class AssociationDetailView(APIView):
+    @extend_schema(responses={204: None}, tags=["links"], summary="Remove an association")
+    def delete(self, request: Request, pk: int) -> Response:
+        visible = Scope.of(request).memories().values("pk")
+        link = get_object_or_404(
+            Association.objects.filter(source__in=visible, target__in=visible), pk=pk
+        )
+        link.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _ns_filter(request: Request, scope: Scope, queryset: QuerySet) -> QuerySet:
+    slug = request.query_params.get("namespace")
+    if slug:
+        return queryset.filter(namespace=_namespace(scope, slug, field="namespace"))
+    return queryset
+
+
+NAMESPACE_PARAMETER = OpenApiParameter("namespace", str, description="Namespace slug.")
+
+
+class EntityListView(APIView):
+    @extend_schema(
+        parameters=[NAMESPACE_PARAMETER, *LIST_PARAMETERS],
+        responses=s.EntityOutput(many=True),
+        tags=["entities"],
+        summary="List known entities",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        entities = _ns_filter(
+            request, scope, Entity.objects.filter(namespace_id__in=scope.namespace_ids)
+        ).select_related("namespace")
+        return _paginate(request, self, entities, s.EntityOutput)
+
+    @extend_schema(
+        request=s.EntityInput,
+        responses={201: s.EntityOutput},
+        tags=["entities"],
+        summary="Declare an entity (returns the existing one if known)",
+        examples=[
+            OpenApiExample(
+                "Person",
+                request_only=True,
+                value={"namespace": "work", "name": "Alice", "kind": "person"},
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        data = s.EntityInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        namespace = _namespace(scope, data.validated_data["namespace"], field="namespace")
+        entity = services.entity_get_or_create(
+            namespace=namespace,
+            name=data.validated_data["name"],
+            kind=data.validated_data["kind"],
+        )
+        return Response(s.EntityOutput(entity).data, status=status.HTTP_201_CREATED)
+
+
+def _visible_relations(scope: Scope) -> QuerySet[Relation]:
+    """Relations of the caller's namespaces whose source memory, if any, is within reach."""
+    return (
+        Relation.objects.filter(namespace_id__in=scope.namespace_ids)
+        .filter(Q(memory__isnull=True) | Q(memory__classification__lte=scope.ceiling))
+        .select_related("namespace", "subject", "object")
+    )
+
+
+class RelationListView(APIView):
+    @extend_schema(
+        parameters=[
+            NAMESPACE_PARAMETER,
+            OpenApiParameter("entity", str, description="Relations of this entity."),
+            *LIST_PARAMETERS,
+        ],
+        responses=s.RelationOutput(many=True),
+        tags=["entities"],
+        summary="List relations",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        relations = _ns_filter(request, scope, _visible_relations(scope))
+        entity = request.query_params.get("entity")
+        if entity:
+            key = fold(entity)
+            relations = relations.filter(Q(subject__name=key) | Q(object__name=key))
+        return _paginate(request, self, relations, s.RelationOutput)
+
+    @extend_schema(
+        request=s.RelationInput,
+        responses={201: s.RelationOutput},
+        tags=["entities"],
+        summary="Record subject -[predicate]-> object",
+        examples=[
+            OpenApiExample(
+                "Works with",
+                request_only=True,
+                value={
+                    "namespace": "work",
+                    "subject": "alice",
+                    "predicate": "works_with",
+                    "object": "bob",
+                },
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        data = s.RelationInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        namespace = _namespace(scope, fields.pop("namespace"), field="namespace")
+        memory_id = fields.pop("memory", None)
+        memory = None
+        if memory_id is not None:
+            memory = scope.memories().filter(pk=memory_id).first()
+            if memory is None:
+                raise serializers.ValidationError({"memory": ["No such memory."]})
+        relation = services.relation_create(namespace=namespace, memory=memory, **fields)
+        return Response(s.RelationOutput(relation).data, status=status.HTTP_201_CREATED)
+
+
+class RelationDetailView(APIView):
+    @extend_schema(responses={204: None}, tags=["entities"], summary="Remove a relation")
+    def delete(self, request: Request, pk: int) -> Response:
+        relation = get_object_or_404(_visible_relations(Scope.of(request)), pk=pk)
+        relation.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ConsolidationListView(APIView):
+    @extend_schema(
+        parameters=[
+            NAMESPACE_PARAMETER,
+            OpenApiParameter("period", str, enum=Consolidation.Period.values),
+            *LIST_PARAMETERS,
+        ],
+        responses=s.ConsolidationOutput(many=True),
+        tags=["digests"],
+        summary="List consolidation digests (only those built from memories you can see)",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        digests = _ns_filter(
+            request, scope, Consolidation.objects.filter(namespace_id__in=scope.namespace_ids)
+        ).select_related("namespace")
+        period = request.query_params.get("period")
+        if period:
+            if period not in Consolidation.Period.values:
+                raise serializers.ValidationError(
+                    {"period": [f"One of {', '.join(Consolidation.Period.values)}."]}
+                )
+            digests = digests.filter(period=period)
+        paginator = CursorPagination()
+        page = paginator.paginate_queryset(digests.order_by("-created_at", "-id"), request, self)
+        referenced = {pk for digest in page for pk in digest.memory_ids}
+        too_high = set(
+            Memory.objects.filter(pk__in=referenced, classification__gt=scope.ceiling).values_list(
+                "pk", flat=True
+            )
+        )
+        page = [d for d in page if not too_high.intersection(d.memory_ids)]
+        return paginator.get_paginated_response(s.ConsolidationOutput(page, many=True).data)
+
+
+# --- Tokens ---------------------------------------------------------------------------
+
+
+class TokenListView(APIView):
+    permission_classes = [SessionOnly]
+
+    @extend_schema(
+        responses=s.TokenOutput(many=True),
+        tags=["tokens"],
+        summary="List your API tokens (logged-in session only)",
+    )
+    def get(self, request: Request) -> Response:
+        tokens = ApiToken.objects.filter(owner=request.user).prefetch_related("namespaces")
+        return Response(s.TokenOutput(tokens, many=True).data)
+
+    @extend_schema(
+        request=s.TokenInput,
+        responses={201: s.TokenCreatedOutput},
+        tags=["tokens"],
+        summary="Create a token; its secret is in this response only",
+        examples=[
+            OpenApiExample(
+                "Agent token",
+                request_only=True,
+                value={
+                    "name": "agent-42",
+                    "namespaces": ["agent-42"],
+                    "access": "write",
+                    "ceiling": "internal",
+                },
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        data = s.TokenInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        slugs = fields.pop("namespaces", [])
+        namespaces = list(Namespace.objects.filter(owner=request.user, slug__in=slugs))
+        missing = sorted(set(slugs) - {ns.slug for ns in namespaces})
+        if missing:
+            raise serializers.ValidationError(
+                {"namespaces": [f"No such namespace: {', '.join(missing)}."]}
+            )
+        fields.setdefault("ceiling", Classification.INTERNAL)
+        token, secret = services.token_create(owner=request.user, namespaces=namespaces, **fields)
+        token.secret = secret
+        return Response(s.TokenCreatedOutput(token).data, status=status.HTTP_201_CREATED)
+
+
+class TokenRevokeView(APIView):
+    permission_classes = [SessionOnly]
+
+    @extend_schema(
+        request=None,
+        responses=s.TokenOutput,
+        tags=["tokens"],
+        summary="Revoke a token (refused from the next request on)",
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        token = get_object_or_404(ApiToken.objects.filter(owner=request.user), pk=pk)
+        services.token_revoke(token=token)
+        token.refresh_from_db()
+        return Response(s.TokenOutput(token).data)
+
+
+# --- Export and import ----------------------------------------------------------------
+
+
+class NamespaceExportView(APIView):
+    @extend_schema(
+        responses={(200, "application/x-ndjson"): OpenApiTypes.STR},
+        tags=["namespaces"],
+        summary="Export a namespace as streamed JSON Lines (within this caller's ceiling)",
+        description="See docs/api.md for the record types. Ends with an `end` record counting "
+        "the lines, so a truncated copy is detected on import.",
+    )
+    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+        scope = Scope.of(request)
+        namespace = get_object_or_404(scope.namespaces(), slug=slug)
+        response = StreamingHttpResponse(
+            transfer.namespace_export(namespace=namespace, ceiling=scope.ceiling),
+            content_type="application/x-ndjson",
+        )
+        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+        response["Content-Disposition"] = f'attachment; filename="{slug}-{stamp}.jsonl"'
+        return response
+
+
+class JSONLinesParser(BaseParser):
+    """Leaves the body unread: the import view streams its lines itself."""
+
+    media_type = "application/x-ndjson"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        return stream
+
+
+class NamespaceImportView(APIView):
+    parser_classes = [JSONLinesParser]
+
+    @extend_schema(
+        request={"application/x-ndjson": OpenApiTypes.STR},
+        parameters=[
+            OpenApiParameter(
+                "settings",
+                str,
+                enum=["keep", "apply"],
+                description="`apply` copies the header's namespace settings; default `keep`.",
+            )
+        ],
+        responses={201: OpenApiTypes.OBJECT},
+        tags=["namespaces"],
+        summary="Import a JSON Lines export into this namespace, all or nothing",
+        description="Memories get new ids; the response maps old ids to new. A malformed, "
+        "truncated or out-of-scope line writes nothing and the error names the line.",
+        examples=[
+            OpenApiExample(
+                "Result",
+                response_only=True,
+                status_codes=["201"],
+                value={
+                    "counts": {"memory": 2, "association": 1},
+                    "memory_ids": {"17": 301, "18": 302},
+                },
+            )
+        ],
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        scope = Scope.of(request)
+        namespace = get_object_or_404(scope.namespaces(), slug=slug)
+        mode = request.query_params.get("settings", "keep")
+        if mode not in ("keep", "apply"):
+            raise serializers.ValidationError({"settings": ["Either keep or apply."]})
+        content_type = request.content_type.split(";")[0].strip()
+        if content_type not in ("application/x-ndjson", "application/jsonl", "text/plain"):
+            raise UnsupportedMediaType(content_type)
+        result = transfer.namespace_import(
+            namespace=namespace,
+            lines=request._request,
+            ceiling=scope.ceiling,
+            actor=request.user,
+            apply_settings=mode == "apply",
+        )
+        return Response(result.as_dict(), status=status.HTTP_201_CREATED)

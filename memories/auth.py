@@ -1,0 +1,152 @@
+"""Who is calling and what they may touch: bearer tokens, the request scope, throttling."""
+
+from __future__ import annotations
+
+import hmac
+from datetime import timedelta
+from functools import cached_property
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import authentication, exceptions, permissions, throttling
+from rest_framework.request import Request
+
+from memories.models import ApiToken, Classification, Memory, Namespace
+from memories.services import token_hash
+
+# last_used_at is refreshed at most this often, so a busy token is not a write per request.
+LAST_USED_RESOLUTION = timedelta(minutes=5)
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Bearer eng_<prefix>_<secret>`; request.auth is the ApiToken."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, secret = header.partition(" ")
+        if scheme.lower() != self.keyword.lower():
+            return None
+        secret = secret.strip()
+        parts = secret.split("_")
+        if len(parts) < 3 or parts[0] != "eng":
+            raise exceptions.AuthenticationFailed("Malformed token.")
+        token = ApiToken.objects.select_related("owner").filter(prefix=parts[1]).first()
+        if token is None or not hmac.compare_digest(token.secret_hash, token_hash(secret)):
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        now = timezone.now()
+        if token.revoked_at is not None:
+            raise exceptions.AuthenticationFailed("This token has been revoked.")
+        if token.expires_at is not None and token.expires_at <= now:
+            raise exceptions.AuthenticationFailed("This token has expired.")
+        if not token.owner.is_active:
+            raise exceptions.AuthenticationFailed("The token's owner is inactive.")
+        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.owner, token
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
+
+
+class Scope:
+    """What the caller may see and change: namespaces, classification ceiling, write access.
+
+    Session users (the dashboard) see all their namespaces at every level. Every API read
+    and write goes through a scope, so another user's ids and ids above the ceiling are
+    indistinguishable from missing ones.
+    """
+
+    def __init__(self, *, user, token: ApiToken | None) -> None:
+        self.user = user
+        self.token = token
+        self.ceiling = token.ceiling if token else Classification.RESTRICTED
+        self.can_write = token is None or token.access == ApiToken.Access.WRITE
+
+    @classmethod
+    def of(cls, request: Request) -> Scope:
+        scope = getattr(request, "_engram_scope", None)
+        if scope is None:
+            token = request.auth if isinstance(request.auth, ApiToken) else None
+            scope = cls(user=request.user, token=token)
+            request._engram_scope = scope
+        return scope
+
+    @cached_property
+    def namespace_ids(self) -> list[int]:
+        qs = Namespace.objects.filter(owner=self.user)
+        if self.token is not None and not self.token.all_namespaces:
+            qs = qs.filter(tokens=self.token)
+        return list(qs.values_list("pk", flat=True))
+
+    def namespaces(self) -> QuerySet[Namespace]:
+        return Namespace.objects.filter(pk__in=self.namespace_ids)
+
+    def memories(self) -> QuerySet[Memory]:
+        return Memory.objects.filter(
+            namespace_id__in=self.namespace_ids, classification__lte=self.ceiling
+        )
+
+    @property
+    def manages_namespaces(self) -> bool:
+        """Creating namespaces needs a session or a write token over all namespaces."""
+        return self.token is None or (self.can_write and self.token.all_namespaces)
+
+
+class ScopedAccess(permissions.BasePermission):
+    """Authenticated, and read-only tokens may only read."""
+
+    message = "This token is read-only."
+
+    def has_permission(self, request: Request, view) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        return Scope.of(request).can_write
+
+
+class SessionOnly(permissions.BasePermission):
+    """Token management needs a logged-in person, never a token."""
+
+    message = "Tokens are managed by a logged-in user, not with a token."
+
+    def has_permission(self, request: Request, view) -> bool:
+        return bool(request.user and request.user.is_authenticated and request.auth is None)
+
+
+class TokenRateThrottle(throttling.SimpleRateThrottle):
+    """Per-token (or per-user for sessions) rate limit on the shared cache."""
+
+    scope = "api"
+
+    def get_rate(self) -> str:
+        return settings.API_RATE_LIMIT
+
+    def get_cache_key(self, request: Request, view) -> str | None:
+        if isinstance(request.auth, ApiToken):
+            ident = f"token-{request.auth.pk}"
+        elif request.user and request.user.is_authenticated:
+            ident = f"user-{request.user.pk}"
+        else:
+            ident = f"ip-{self.get_ident(request)}"
+        return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    """Documents the bearer scheme in the OpenAPI schema."""
+
+    target_class = "memories.auth.BearerTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema) -> dict:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API token: `Authorization: Bearer eng_<prefix>_<secret>`.",
+        }

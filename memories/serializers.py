@@ -1,0 +1,455 @@
+"""Input and output shapes of the memories API. Inputs reject unknown fields by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from rest_framework import serializers
+
+from memories.models import (
+    ApiToken,
+    Association,
+    Classification,
+    Consolidation,
+    Entity,
+    Memory,
+    MemoryEvent,
+    Namespace,
+    Relation,
+)
+
+CLASSIFICATION_NAMES = [c.label for c in Classification]
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses keys it does not declare, naming each one (read-only ones say so)."""
+
+    read_only_names: frozenset[str] = frozenset()
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            writable = {name for name, field in self.fields.items() if not field.read_only}
+            unknown = sorted(set(data) - writable)
+            if unknown:
+                raise serializers.ValidationError(
+                    {
+                        name: [
+                            "This field is read-only."
+                            if name in self.read_only_names
+                            else "Unknown field."
+                        ]
+                        for name in unknown
+                    }
+                )
+        return super().to_internal_value(data)
+
+
+class ClassificationField(serializers.ChoiceField):
+    """Classification by name on the wire, ordered integer in the database."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=CLASSIFICATION_NAMES, **kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        return Classification.from_name(super().to_internal_value(data)).value
+
+    def to_representation(self, value: Any) -> str:
+        return Classification(value).label
+
+
+def _strings(max_items: int, max_length: int = 100) -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.CharField(max_length=max_length, allow_blank=False),
+        max_length=max_items,
+        required=False,
+    )
+
+
+MEMORY_SERVER_FIELDS = frozenset(
+    {
+        "id",
+        "storage",
+        "status",
+        "stability",
+        "use_count",
+        "last_used_at",
+        "access_count",
+        "last_accessed_at",
+        "recall_count",
+        "last_recalled_at",
+        "recall_timestamps",
+        "session_ids",
+        "updated_at",
+        "forgotten_at",
+        "forgotten_reason",
+        "promoted_at",
+        "decay_score",
+        "has_embedding",
+        "search_text",
+        "signature",
+        "embedding",
+    }
+)
+
+
+class MemoryFieldsMixin(StrictSerializer):
+    """The fields a caller may write on a memory (seed fields, validated by range)."""
+
+    read_only_names = MEMORY_SERVER_FIELDS | {"namespace"}
+
+    content = serializers.CharField(trim_whitespace=True)
+    content_original = serializers.CharField(required=False, allow_blank=True)
+    language = serializers.CharField(required=False, max_length=16)
+    keywords = _strings(50)
+    topic = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    memory_type = serializers.ChoiceField(choices=Memory.MemoryType.choices, required=False)
+    tier = serializers.ChoiceField(choices=Memory.Tier.choices, required=False)
+    classification = ClassificationField(required=False)
+    strength = serializers.FloatField(min_value=0.0, max_value=2.0, required=False)
+    utility = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    emotion_score = serializers.FloatField(min_value=-5.0, max_value=5.0, required=False)
+    emotion_tags = _strings(20, 50)
+    trust = serializers.FloatField(min_value=0.0, max_value=3.0, required=False)
+    credibility = serializers.IntegerField(min_value=1, max_value=5, required=False)
+    relevance_score = serializers.FloatField(min_value=-1e6, max_value=1e6, required=False)
+    importance_flags = _strings(20, 50)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+
+    def _check_length(self, value: str, setting_value: int) -> str:
+        if len(value) > setting_value:
+            raise serializers.ValidationError(
+                f"At most {setting_value} characters (API_MAX_CONTENT_LENGTH)."
+            )
+        return value
+
+    def validate_content(self, value: str) -> str:
+        return self._check_length(value, settings.API_MAX_CONTENT_LENGTH)
+
+    def validate_content_original(self, value: str) -> str:
+        return self._check_length(value, settings.API_MAX_CONTENT_LENGTH)
+
+
+class MemoryCreateInput(MemoryFieldsMixin):
+    namespace = serializers.SlugField(help_text="Slug of one of your namespaces.")
+    created_at = serializers.DateTimeField(
+        required=False, help_text="When the remembered thing happened; defaults to now."
+    )
+    read_only_names = MEMORY_SERVER_FIELDS
+
+    def validate_created_at(self, value):
+        if value > timezone.now() + timezone.timedelta(minutes=5):
+            raise serializers.ValidationError("May not be in the future.")
+        return value
+
+
+class MemoryUpdateInput(MemoryFieldsMixin):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("partial", True)
+        super().__init__(*args, **kwargs)
+
+
+class BulkCreateInput(StrictSerializer):
+    namespace = serializers.SlugField(
+        required=False, help_text="Default namespace for items that do not name one."
+    )
+    memories = serializers.ListField(child=serializers.DictField(), allow_empty=False)
+
+    def validate_memories(self, value: list[dict]) -> list[dict]:
+        if len(value) > settings.API_BULK_MAX:
+            raise serializers.ValidationError(
+                f"At most {settings.API_BULK_MAX} memories per request (API_BULK_MAX)."
+            )
+        return value
+
+
+class MemoryOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    namespace = serializers.SlugField(source="namespace.slug")
+    content = serializers.CharField()
+    content_original = serializers.CharField()
+    language = serializers.CharField()
+    keywords = serializers.ListField(child=serializers.CharField())
+    topic = serializers.CharField()
+    memory_type = serializers.CharField()
+    tier = serializers.CharField()
+    storage = serializers.CharField()
+    status = serializers.CharField()
+    classification = ClassificationField()
+    strength = serializers.FloatField()
+    stability = serializers.FloatField()
+    utility = serializers.FloatField()
+    confidence = serializers.FloatField()
+    emotion_score = serializers.FloatField()
+    emotion_tags = serializers.ListField(child=serializers.CharField())
+    trust = serializers.FloatField()
+    credibility = serializers.IntegerField()
+    relevance_score = serializers.FloatField()
+    importance_flags = serializers.ListField(child=serializers.CharField())
+    use_count = serializers.IntegerField()
+    last_used_at = serializers.DateTimeField()
+    access_count = serializers.IntegerField()
+    last_accessed_at = serializers.DateTimeField(allow_null=True)
+    recall_count = serializers.IntegerField()
+    last_recalled_at = serializers.DateTimeField(allow_null=True)
+    recall_timestamps = serializers.ListField(child=serializers.CharField())
+    session_ids = serializers.ListField(child=serializers.CharField())
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    promoted_at = serializers.DateTimeField(allow_null=True)
+    forgotten_at = serializers.DateTimeField(allow_null=True)
+    forgotten_reason = serializers.CharField()
+    has_embedding = serializers.SerializerMethodField()
+    decay_score = serializers.SerializerMethodField()
+
+    def get_has_embedding(self, memory: Memory) -> bool:
+        return memory.embedding is not None
+
+    def get_decay_score(self, memory: Memory) -> float:
+        now = self.context.get("now") or timezone.now()
+        return round(memory.decay_score(now), 6)
+
+
+class ForgetInput(StrictSerializer):
+    reason = serializers.CharField(max_length=200)
+
+
+class TouchInput(StrictSerializer):
+    boost_strength = serializers.BooleanField(default=False)
+
+
+class MemoryListFilter(StrictSerializer):
+    """Query parameters of the memory list."""
+
+    namespace = serializers.SlugField(required=False)
+    topic = serializers.CharField(required=False, max_length=100)
+    tier = serializers.ChoiceField(choices=Memory.Tier.choices, required=False)
+    status = serializers.ChoiceField(
+        choices=Memory.Status.choices,
+        required=False,
+        help_text="Default: every status but forgotten.",
+    )
+    memory_type = serializers.ChoiceField(choices=Memory.MemoryType.choices, required=False)
+    classification = ClassificationField(required=False)
+    created_after = serializers.DateTimeField(required=False)
+    created_before = serializers.DateTimeField(required=False)
+    q = serializers.CharField(required=False, max_length=200, help_text="Text the memory contains.")
+    cursor = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False)
+
+
+class EventOutput(serializers.ModelSerializer):
+    memory = serializers.IntegerField(source="memory_ref")
+    actor = serializers.CharField(source="actor.username", default=None)
+
+    class Meta:
+        model = MemoryEvent
+        fields = ["id", "memory", "kind", "before", "after", "actor", "source", "created_at"]
+
+
+class NamespaceOutput(serializers.ModelSerializer):
+    weights = serializers.SerializerMethodField(help_text="Effective ranking weights.")
+    memory_count = serializers.IntegerField(read_only=True, default=None)
+
+    class Meta:
+        model = Namespace
+        fields = [
+            "id",
+            "name",
+            "slug",
+            "description",
+            "mode",
+            "weights",
+            "weight_similarity",
+            "weight_recency",
+            "weight_utility",
+            "weight_confidence",
+            "decay_model",
+            "decay_half_life_days",
+            "decay_beta",
+            "decay_power_alpha",
+            "decay_fast_half_life_days",
+            "decay_slow_half_life_days",
+            "decay_fast_weight",
+            "scheduler",
+            "desired_retention",
+            "new_cards_per_day",
+            "memory_count",
+            "created_at",
+        ]
+
+    def get_weights(self, namespace: Namespace) -> dict[str, float]:
+        return namespace.ranking_weights()
+
+
+class NamespaceInput(StrictSerializer):
+    read_only_names = frozenset({"id", "weights", "memory_count", "created_at", "owner"})
+
+    name = serializers.CharField(max_length=100)
+    slug = serializers.SlugField(max_length=100, required=False)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    mode = serializers.ChoiceField(choices=Namespace.Mode.choices, required=False)
+    weight_similarity = serializers.FloatField(
+        min_value=0, max_value=1, required=False, allow_null=True
+    )
+    weight_recency = serializers.FloatField(
+        min_value=0, max_value=1, required=False, allow_null=True
+    )
+    weight_utility = serializers.FloatField(
+        min_value=0, max_value=1, required=False, allow_null=True
+    )
+    weight_confidence = serializers.FloatField(
+        min_value=0, max_value=1, required=False, allow_null=True
+    )
+    decay_model = serializers.ChoiceField(
+        choices=[("", "global setting"), *Namespace.DecayModel.choices], required=False
+    )
+    decay_half_life_days = serializers.FloatField(
+        min_value=0.001, max_value=36500, required=False, allow_null=True
+    )
+    decay_beta = serializers.FloatField(min_value=0, max_value=2, required=False, allow_null=True)
+    decay_power_alpha = serializers.FloatField(
+        min_value=0.01, max_value=100, required=False, allow_null=True
+    )
+    decay_fast_half_life_days = serializers.FloatField(
+        min_value=0.001, max_value=36500, required=False, allow_null=True
+    )
+    decay_slow_half_life_days = serializers.FloatField(
+        min_value=0.001, max_value=36500, required=False, allow_null=True
+    )
+    decay_fast_weight = serializers.FloatField(
+        min_value=0, max_value=1, required=False, allow_null=True
+    )
+    scheduler = serializers.ChoiceField(choices=Namespace.SchedulerKind.choices, required=False)
+    desired_retention = serializers.FloatField(min_value=0.7, max_value=0.99, required=False)
+    new_cards_per_day = serializers.IntegerField(min_value=0, max_value=1000, required=False)
+
+
+class NamespaceUpdateInput(NamespaceInput):
+    read_only_names = NamespaceInput.read_only_names | {"slug"}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("partial", True)
+        super().__init__(*args, **kwargs)
+        del self.fields["slug"]
+
+
+class AssociationOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Association
+        fields = ["id", "source", "target", "weight", "kind", "created_at"]
+
+
+class AssociationInput(StrictSerializer):
+    source = serializers.IntegerField(min_value=1)
+    target = serializers.IntegerField(min_value=1)
+    weight = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.5)
+    kind = serializers.CharField(max_length=30, default="related")
+
+
+class EntityOutput(serializers.ModelSerializer):
+    namespace = serializers.SlugField(source="namespace.slug")
+
+    class Meta:
+        model = Entity
+        fields = ["id", "namespace", "name", "display_name", "kind", "created_at"]
+
+
+class EntityInput(StrictSerializer):
+    namespace = serializers.SlugField()
+    name = serializers.CharField(max_length=200)
+    kind = serializers.CharField(max_length=30, default="thing")
+
+
+class RelationOutput(serializers.ModelSerializer):
+    namespace = serializers.SlugField(source="namespace.slug")
+    subject = serializers.CharField(source="subject.name")
+    object = serializers.CharField(source="object.name")
+
+    class Meta:
+        model = Relation
+        fields = [
+            "id",
+            "namespace",
+            "subject",
+            "predicate",
+            "object",
+            "memory",
+            "weight",
+            "created_at",
+        ]
+
+
+class RelationInput(StrictSerializer):
+    namespace = serializers.SlugField()
+    subject = serializers.CharField(max_length=200)
+    predicate = serializers.CharField(max_length=100)
+    object = serializers.CharField(max_length=200)
+    memory = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    weight = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.6)
+
+
+class ConsolidationOutput(serializers.ModelSerializer):
+    namespace = serializers.SlugField(source="namespace.slug")
+
+    class Meta:
+        model = Consolidation
+        fields = [
+            "id",
+            "namespace",
+            "period",
+            "period_start",
+            "topic",
+            "text",
+            "memory_ids",
+            "created_at",
+        ]
+
+
+class TokenOutput(serializers.ModelSerializer):
+    namespaces = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
+    ceiling = ClassificationField()
+    status = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ApiToken
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "all_namespaces",
+            "namespaces",
+            "access",
+            "ceiling",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+            "created_at",
+            "status",
+        ]
+
+    def get_status(self, token: ApiToken) -> str:
+        if token.revoked_at:
+            return "revoked"
+        if token.expires_at and token.expires_at <= timezone.now():
+            return "expired"
+        return "active"
+
+
+class TokenCreatedOutput(TokenOutput):
+    secret = serializers.CharField(help_text="Shown once; store it now.")
+
+    class Meta(TokenOutput.Meta):
+        fields = [*TokenOutput.Meta.fields, "secret"]
+
+
+class TokenInput(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    namespaces = serializers.ListField(child=serializers.SlugField(), required=False)
+    all_namespaces = serializers.BooleanField(default=False)
+    access = serializers.ChoiceField(choices=ApiToken.Access.choices, default="read")
+    ceiling = ClassificationField(required=False, help_text="Default: internal.")
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)

@@ -1,0 +1,352 @@
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
+
+from memories import services
+from memories.models import Classification, Memory, MemoryEvent
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def writer(user, namespace, make_token, api):
+    _, secret = make_token(user, namespaces=[namespace], ceiling=Classification.CONFIDENTIAL)
+    return api(secret)
+
+
+def test_it_creates_reads_and_lists_a_memory(writer, namespace):
+    created = writer.post(
+        "/api/v1/memories",
+        {
+            "namespace": namespace.slug,
+            "content": "Deploys happen on Tuesdays.",
+            "topic": "ops",
+            "keywords": ["deploy"],
+            "classification": "confidential",
+        },
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    body = created.json()
+    assert body["namespace"] == namespace.slug
+    assert body["classification"] == "confidential"
+    assert body["use_count"] == 0 and body["decay_score"] == pytest.approx(1.0, abs=1e-3)
+
+    detail = writer.get(f"/api/v1/memories/{body['id']}")
+    assert detail.status_code == 200 and detail.json()["content"] == "Deploys happen on Tuesdays."
+
+    listed = writer.get("/api/v1/memories", {"topic": "ops"})
+    assert [m["id"] for m in listed.json()["results"]] == [body["id"]]
+    event = MemoryEvent.objects.get(memory_ref=body["id"])
+    assert (event.kind, event.source) == ("created", "api")
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"content": ""}, "content"),
+        ({"content": "x", "strength": 3}, "strength"),
+        ({"content": "x", "tier": "forever"}, "tier"),
+        ({"content": "x", "classification": "secret"}, "classification"),
+        ({"content": "x", "use_count": 5}, "use_count"),
+        ({"content": "x", "colour": "blue"}, "colour"),
+        ({"content": "x", "namespace": "someone-elses"}, "namespace"),
+        ({"content": "x", "classification": "restricted"}, "classification"),
+        ({"content": "x", "keywords": "deploy"}, "keywords"),
+    ],
+)
+def test_bad_input_is_a_400_naming_the_field_and_writes_nothing(writer, namespace, payload, field):
+    payload = {"namespace": namespace.slug, **payload}
+    response = writer.post("/api/v1/memories", payload, format="json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and field in error["fields"]
+    assert Memory.objects.count() == 0
+
+
+def test_read_only_fields_are_named_as_such(writer, make_memory):
+    memory = make_memory()
+    response = writer.patch(f"/api/v1/memories/{memory.pk}", {"use_count": 9}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {"use_count": ["This field is read-only."]}
+    response = writer.patch(f"/api/v1/memories/{memory.pk}", {"namespace": "x"}, format="json")
+    assert response.json()["error"]["fields"] == {"namespace": ["This field is read-only."]}
+
+
+@override_settings(API_MAX_CONTENT_LENGTH=100)
+def test_content_longer_than_the_limit_names_the_limit(writer, namespace):
+    response = writer.post(
+        "/api/v1/memories", {"namespace": namespace.slug, "content": "x" * 101}, format="json"
+    )
+    assert response.status_code == 400
+    assert "API_MAX_CONTENT_LENGTH" in response.json()["error"]["fields"]["content"][0]
+
+
+@override_settings(API_MAX_BODY_BYTES=2048)
+def test_a_body_over_the_limit_is_a_413_naming_the_limit(writer, namespace):
+    response = writer.post(
+        "/api/v1/memories", {"namespace": namespace.slug, "content": "x" * 5000}, format="json"
+    )
+    assert response.status_code == 413
+    assert response.json()["error"]["limit"] == "API_MAX_BODY_BYTES"
+
+
+def test_update_forget_restore_touch_and_purge(writer, make_memory):
+    memory = make_memory("Deploys happen on Tuesdays.")
+    url = f"/api/v1/memories/{memory.pk}"
+    assert (
+        writer.patch(url, {"content": "Deploys happen on Thursdays."}, format="json").status_code
+        == 200
+    )
+    response = writer.post(f"{url}/forget", {"reason": "obsolete"}, format="json")
+    assert response.json()["status"] == "forgotten"
+    assert writer.get("/api/v1/memories").json()["results"] == []
+    assert len(writer.get("/api/v1/memories", {"status": "forgotten"}).json()["results"]) == 1
+    assert writer.post(f"{url}/restore").json()["status"] == "active"
+    touched = writer.post(f"{url}/touch", {"boost_strength": True}, format="json").json()
+    assert touched["use_count"] == 1 and touched["strength"] == pytest.approx(1.1)
+
+    history = writer.get(f"{url}/history").json()["results"]
+    assert [e["kind"] for e in history] == [
+        "touched",
+        "restored",
+        "forgotten",
+        "updated",
+        "created",
+    ]
+    assert history[3]["before"] == {"content": "Deploys happen on Tuesdays."}
+
+    assert writer.delete(url).status_code == 204
+    assert writer.get(url).status_code == 404
+    assert not Memory.objects.filter(pk=memory.pk).exists()
+
+
+def test_forget_without_a_reason_is_refused(writer, make_memory):
+    memory = make_memory()
+    response = writer.post(f"/api/v1/memories/{memory.pk}/forget", {}, format="json")
+    assert response.status_code == 400 and "reason" in response.json()["error"]["fields"]
+
+
+def test_list_filters(writer, make_memory):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = make_memory("Old ops note", topic="ops", created_at=timezone.now() - timedelta(days=30))
+    semantic = make_memory("Rust borrow checker rules", topic="rust", memory_type="semantic")
+    core = make_memory(
+        "User prefers Python", topic="user", tier="core", classification=Classification.PUBLIC
+    )
+
+    def ids(**params):
+        response = writer.get("/api/v1/memories", params)
+        assert response.status_code == 200, response.json()
+        return {m["id"] for m in response.json()["results"]}
+
+    assert ids(topic="ops") == {old.pk}
+    assert ids(memory_type="semantic") == {semantic.pk}
+    assert ids(tier="core") == {core.pk}
+    assert ids(classification="public") == {core.pk}
+    cutoff = (timezone.now() - timedelta(days=1)).isoformat()
+    assert ids(created_before=cutoff) == {old.pk}
+    assert ids(created_after=cutoff) == {semantic.pk, core.pk}
+    assert ids(q="borrow") == {semantic.pk}
+    assert ids(q="BORRÓW chécker") == {semantic.pk}
+    bad = writer.get("/api/v1/memories", {"tier": "forever"})
+    assert bad.status_code == 400 and "tier" in bad.json()["error"]["fields"]
+    unknown = writer.get("/api/v1/memories", {"colour": "blue"})
+    assert unknown.status_code == 400 and "colour" in unknown.json()["error"]["fields"]
+
+
+def test_cursor_pagination_walks_every_memory_once(writer, make_memory):
+    made = {make_memory(f"memory number {i}").pk for i in range(7)}
+    seen: list[int] = []
+    response = writer.get("/api/v1/memories", {"limit": 3}).json()
+    while True:
+        seen += [m["id"] for m in response["results"]]
+        if not response["next"]:
+            break
+        response = writer.get(response["next"]).json()
+    assert sorted(seen) == sorted(made)
+
+
+@override_settings(API_MAX_PAGE_SIZE=5)
+def test_a_page_size_over_the_maximum_names_the_limit(writer):
+    response = writer.get("/api/v1/memories", {"limit": 6})
+    assert response.status_code == 400
+    assert "API_MAX_PAGE_SIZE" in response.json()["error"]["fields"]["limit"][0]
+
+
+def test_the_list_costs_the_same_queries_for_5_or_50_memories(writer, make_memory):
+    def count() -> int:
+        writer.get("/api/v1/memories")  # warm: the token's first use stamps last_used_at
+        with CaptureQueriesContext(connection) as ctx:
+            assert writer.get("/api/v1/memories", {"limit": 100}).status_code == 200
+        return len(ctx.captured_queries)
+
+    for i in range(5):
+        make_memory(f"m{i}")
+    small = count()
+    for i in range(45):
+        make_memory(f"n{i}")
+    assert count() == small
+
+
+def test_bulk_create_is_all_or_nothing_with_per_item_errors(writer, namespace):
+    payload = {
+        "namespace": namespace.slug,
+        "memories": [
+            {"content": "first"},
+            {"content": ""},
+            {"content": "third", "strength": 9},
+        ],
+    }
+    response = writer.post("/api/v1/memories/bulk", payload, format="json")
+    assert response.status_code == 400
+    fields = response.json()["error"]["fields"]["memories"]
+    assert set(fields) == {"1", "2"}
+    assert "content" in fields["1"] and "strength" in fields["2"]
+    assert Memory.objects.count() == 0 and MemoryEvent.objects.count() == 0
+
+    payload["memories"] = [{"content": f"fact {i}", "topic": "bulk"} for i in range(20)]
+    response = writer.post("/api/v1/memories/bulk", payload, format="json")
+    assert response.status_code == 201
+    assert len(response.json()) == 20
+    assert Memory.objects.filter(topic="bulk").count() == 20
+    assert MemoryEvent.objects.filter(kind="created").count() == 20
+    assert all(m.search_text.startswith("fact") for m in Memory.objects.all())
+
+
+@override_settings(API_BULK_MAX=3)
+def test_bulk_over_the_limit_names_the_limit(writer, namespace):
+    payload = {"namespace": namespace.slug, "memories": [{"content": "x"}] * 4}
+    response = writer.post("/api/v1/memories/bulk", payload, format="json")
+    assert response.status_code == 400
+    assert "API_BULK_MAX" in response.json()["error"]["fields"]["memories"][0]
+
+
+def test_read_only_tokens_cannot_write(user, namespace, make_token, api, make_memory):
+    _, secret = make_token(user, namespaces=[namespace], access="read")
+    reader = api(secret)
+    memory = make_memory()
+    assert reader.get(f"/api/v1/memories/{memory.pk}").status_code == 200
+    response = reader.post(
+        "/api/v1/memories", {"namespace": namespace.slug, "content": "x"}, format="json"
+    )
+    assert response.status_code == 403
+    assert response.json()["error"]["message"] == "This token is read-only."
+    assert reader.delete(f"/api/v1/memories/{memory.pk}").status_code == 403
+    assert Memory.objects.count() == 1
+
+
+def test_namespaces_can_be_created_listed_and_updated(user, make_token, api, namespace):
+    _, secret = make_token(user)  # write token over all namespaces
+    client = api(secret)
+    created = client.post(
+        "/api/v1/namespaces", {"name": "Agent 7", "mode": "agent_memory"}, format="json"
+    )
+    assert created.status_code == 201, created.json()
+    assert created.json()["slug"] == "agent-7"
+    assert created.json()["weights"]["utility"] == 0.2
+    slugs = [ns["slug"] for ns in client.get("/api/v1/namespaces").json()]
+    assert sorted(slugs) == ["agent-7", "work"]
+    updated = client.patch(
+        "/api/v1/namespaces/agent-7",
+        {"scheduler": "fsrs", "new_cards_per_day": 10, "weight_utility": 0.3},
+        format="json",
+    )
+    assert updated.status_code == 200, updated.json()
+    assert updated.json()["weights"]["utility"] == 0.3
+    assert updated.json()["scheduler"] == "fsrs"
+    bad = client.patch("/api/v1/namespaces/agent-7", {"desired_retention": 2}, format="json")
+    assert bad.status_code == 400 and "desired_retention" in bad.json()["error"]["fields"]
+    bad = client.patch("/api/v1/namespaces/agent-7", {"slug": "x"}, format="json")
+    assert bad.json()["error"]["fields"] == {"slug": ["This field is read-only."]}
+
+
+def test_a_token_limited_to_some_namespaces_cannot_create_namespaces(
+    user, namespace, make_token, api
+):
+    _, secret = make_token(user, namespaces=[namespace])
+    response = api(secret).post("/api/v1/namespaces", {"name": "Other"}, format="json")
+    assert response.status_code == 403
+
+
+def test_associations_entities_relations_and_digests(writer, make_memory, namespace):
+    a, b = make_memory("Alice works with Bob"), make_memory("Bob prefers written updates")
+    link = writer.post(
+        "/api/v1/associations", {"source": a.pk, "target": b.pk, "weight": 0.7}, format="json"
+    )
+    assert link.status_code == 201
+    again = writer.post("/api/v1/associations", {"source": a.pk, "target": b.pk}, format="json")
+    assert again.status_code == 400 and "target" in again.json()["error"]["fields"]
+    assert [
+        x["target"] for x in writer.get("/api/v1/associations", {"memory": a.pk}).json()["results"]
+    ] == [b.pk]
+
+    relation = writer.post(
+        "/api/v1/relations",
+        {
+            "namespace": namespace.slug,
+            "subject": "Alice",
+            "predicate": "works with",
+            "object": "Bob",
+            "memory": a.pk,
+        },
+        format="json",
+    )
+    assert relation.status_code == 201, relation.json()
+    assert relation.json()["predicate"] == "works_with"
+    found = writer.get("/api/v1/relations", {"entity": "alice"}).json()["results"]
+    assert [(r["subject"], r["object"]) for r in found] == [("alice", "bob")]
+    entities = writer.get("/api/v1/entities", {"namespace": namespace.slug}).json()["results"]
+    assert {e["name"] for e in entities} == {"alice", "bob"}
+
+    from memories.models import Consolidation
+
+    Consolidation.objects.create(
+        namespace=namespace,
+        period="daily",
+        period_start="2026-11-20",
+        topic="",
+        text="Alice and Bob",
+        memory_ids=[a.pk, b.pk],
+    )
+    digests = writer.get("/api/v1/consolidations", {"period": "daily"}).json()["results"]
+    assert [d["text"] for d in digests] == ["Alice and Bob"]
+
+    assert writer.delete(f"/api/v1/associations/{link.json()['id']}").status_code == 204
+    assert writer.delete(f"/api/v1/relations/{relation.json()['id']}").status_code == 204
+
+
+def test_errors_on_unknown_api_paths_are_json(writer):
+    response = writer.get("/api/v1/nowhere")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {
+        "error": {"status": 404, "code": "not_found", "message": "Not found."}
+    }
+
+
+def test_unauthenticated_requests_get_a_json_401(api):
+    response = api().get("/api/v1/memories")
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+    assert response["WWW-Authenticate"] == "Bearer"
+
+
+def test_session_users_use_the_api_too(client, user, make_memory):
+    memory = make_memory(classification=Classification.RESTRICTED)
+    client.force_login(user)
+    response = client.get(f"/api/v1/memories/{memory.pk}")
+    assert response.status_code == 200  # a person sees their own restricted memories
+
+
+def test_services_are_the_only_writers(writer, namespace):
+    before = MemoryEvent.objects.count()
+    writer.post("/api/v1/memories", {"namespace": namespace.slug, "content": "x"}, format="json")
+    assert MemoryEvent.objects.count() == before + 1
+    assert services.EDITABLE_FIELDS  # the API accepts exactly the service's editable fields
