@@ -209,3 +209,51 @@ class CursorPagination(pagination.CursorPagination):
                 {"limit": [f"At most {self.max_page_size} (API_MAX_PAGE_SIZE)."]}
             )
         return size
+
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["status", "code", "message"],
+            "properties": {
+                "status": {"type": "integer"},
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "fields": {
+                    "type": "object",
+                    "description": "Field name -> messages (nested for list items).",
+                    "additionalProperties": True,
+                },
+                "limit": {"type": "string", "description": "The setting that was exceeded."},
+                "retry_after": {"type": "number", "nullable": True},
+            },
+        }
+    },
+}
+ERROR_STATUSES = {
+    "400": "Invalid input; `fields` names each field at fault.",
+    "401": "Missing, invalid, revoked or expired token.",
+    "403": "Authenticated but not allowed (read-only token, token managing tokens).",
+    "404": "No such object within your namespaces and classification ceiling.",
+    "413": "Body over API_MAX_BODY_BYTES (or API_IMPORT_MAX_BYTES for imports).",
+    "415": "Unsupported media type.",
+    "429": "Over API_RATE_LIMIT; retry after `retry_after` seconds.",
+}
+
+
+def add_error_responses(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: every operation documents the error shape."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    ref = {"$ref": "#/components/schemas/Error"}
+    for path in result.get("paths", {}).values():
+        for operation in path.values():
+            responses = operation.setdefault("responses", {})
+            for code, description in ERROR_STATUSES.items():
+                responses.setdefault(
+                    code,
+                    {"description": description, "content": {"application/json": {"schema": ref}}},
+                )
+    return result

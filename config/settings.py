@@ -252,6 +252,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.add_error_responses",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "ClassificationEnum": ["public", "internal", "confidential", "restricted"],
     },
@@ -309,6 +313,20 @@ RECALL_EMOTION_BOOST = env.float("RECALL_EMOTION_BOOST", 0.1, minimum=0.0)
 SIGNATURE_BITS = env.int("SIGNATURE_BITS", 256, minimum=64, maximum=1024)
 if SIGNATURE_BITS % 64:
     raise ImproperlyConfigured(f"SIGNATURE_BITS={SIGNATURE_BITS} must be a multiple of 64.")
+# How recall fuses its stages and ranks (docs/recall.md; defaults from docs/evaluation.md).
+RECALL_FUSION = env.choice("RECALL_FUSION", "penalty", ("penalty", "rrf"))
+RECALL_RRF_K = env.int("RECALL_RRF_K", 60, minimum=1)
+RECALL_CANDIDATE_CAP = env.int("RECALL_CANDIDATE_CAP", 200, minimum=10, maximum=5000)
+RECALL_MATCH_BUDGET = env.int("RECALL_MATCH_BUDGET", 5000, minimum=100)
+RECALL_MMR_LAMBDA = env.float("RECALL_MMR_LAMBDA", 0.7, minimum=0.0, maximum=1.0)
+RECALL_KEYWORD_BOOST = env.float("RECALL_KEYWORD_BOOST", 0.3, minimum=0.0)
+RECALL_ASSOCIATION_SPREAD = env.float("RECALL_ASSOCIATION_SPREAD", 0.5, minimum=0.0)
+RECALL_EPISODE_BOOST = env.float("RECALL_EPISODE_BOOST", 0.3, minimum=0.0)
+RECALL_EPISODE_WINDOW_MINUTES = env.float("RECALL_EPISODE_WINDOW_MINUTES", 30.0, minimum=0.0)
+RECALL_SIGNATURE_THRESHOLD = env.float("RECALL_SIGNATURE_THRESHOLD", 0.65, minimum=0.5, maximum=1.0)
+RECALL_SIGNATURE_CAP = env.int("RECALL_SIGNATURE_CAP", 5, minimum=0)
+RECALL_VECTOR_SCAN_CAP = env.int("RECALL_VECTOR_SCAN_CAP", 20_000, minimum=100)
+EMBEDDING_QUERY_BUDGET_MS = env.float("EMBEDDING_QUERY_BUDGET_MS", 250.0, minimum=1.0)
 
 # --- Logging ----------------------------------------------------------------------------
 

@@ -104,6 +104,7 @@ def _paginate(request: Request, view: APIView, queryset: QuerySet, serializer, *
 class NamespaceListView(APIView):
     @extend_schema(
         responses=s.NamespaceOutput(many=True),
+        operation_id="namespaces_list",
         tags=["namespaces"],
         summary="List the namespaces this caller may use",
     )
@@ -182,7 +183,8 @@ LIST_PARAMETERS = [
 class MemoryListView(APIView):
     @extend_schema(
         parameters=[s.MemoryListFilter],
-        responses=s.MemoryOutput(many=True),
+        responses=s.page_of(s.MemoryOutput),
+        operation_id="memories_list",
         tags=["memories"],
         summary="List memories, newest first, with filters and cursor pagination",
     )
@@ -434,7 +436,8 @@ def _redact_above_ceiling(events: list[MemoryEvent], ceiling: int) -> None:
 class MemoryHistoryView(APIView):
     @extend_schema(
         parameters=LIST_PARAMETERS,
-        responses=s.EventOutput(many=True),
+        responses=s.page_of(s.EventOutput),
+        operation_id="memory_history",
         tags=["memories"],
         summary="A memory's history, newest first",
     )
@@ -457,7 +460,8 @@ class AssociationListView(APIView):
             OpenApiParameter("memory", int, description="Links from or to a memory."),
             *LIST_PARAMETERS,
         ],
-        responses=s.AssociationOutput(many=True),
+        responses=s.page_of(s.AssociationOutput),
+        operation_id="associations_list",
         tags=["links"],
         summary="List associations between memories you can see",
     )
@@ -465,11 +469,9 @@ class AssociationListView(APIView):
         scope = Scope.of(request)
         visible = scope.memories().values("pk")
         links = Association.objects.filter(source__in=visible, target__in=visible)
-        memory = request.query_params.get("memory")
+        memory = _params(request).get("memory")
         if memory is not None:
-            if not memory.isdigit():
-                raise serializers.ValidationError({"memory": ["Must be an integer."]})
-            links = links.filter(Q(source_id=int(memory)) | Q(target_id=int(memory)))
+            links = links.filter(Q(source_id=memory) | Q(target_id=memory))
         return _paginate(request, self, links, s.AssociationOutput)
 
     @extend_schema(
@@ -516,8 +518,14 @@ class AssociationDetailView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def _params(request: Request) -> dict[str, Any]:
+    params = s.LinkListFilter(data=request.query_params.dict())
+    params.is_valid(raise_exception=True)
+    return params.validated_data
+
+
 def _ns_filter(request: Request, scope: Scope, queryset: QuerySet) -> QuerySet:
-    slug = request.query_params.get("namespace")
+    slug = _params(request).get("namespace")
     if slug:
         return queryset.filter(namespace=_namespace(scope, slug, field="namespace"))
     return queryset
@@ -529,7 +537,8 @@ NAMESPACE_PARAMETER = OpenApiParameter("namespace", str, description="Namespace 
 class EntityListView(APIView):
     @extend_schema(
         parameters=[NAMESPACE_PARAMETER, *LIST_PARAMETERS],
-        responses=s.EntityOutput(many=True),
+        responses=s.page_of(s.EntityOutput),
+        operation_id="entities_list",
         tags=["entities"],
         summary="List known entities",
     )
@@ -582,14 +591,15 @@ class RelationListView(APIView):
             OpenApiParameter("entity", str, description="Relations of this entity."),
             *LIST_PARAMETERS,
         ],
-        responses=s.RelationOutput(many=True),
+        responses=s.page_of(s.RelationOutput),
+        operation_id="relations_list",
         tags=["entities"],
         summary="List relations",
     )
     def get(self, request: Request) -> Response:
         scope = Scope.of(request)
         relations = _ns_filter(request, scope, _visible_relations(scope))
-        entity = request.query_params.get("entity")
+        entity = _params(request).get("entity")
         if entity:
             key = fold(entity)
             relations = relations.filter(Q(subject__name=key) | Q(object__name=key))
@@ -644,7 +654,8 @@ class ConsolidationListView(APIView):
             OpenApiParameter("period", str, enum=Consolidation.Period.values),
             *LIST_PARAMETERS,
         ],
-        responses=s.ConsolidationOutput(many=True),
+        responses=s.page_of(s.ConsolidationOutput),
+        operation_id="consolidations_list",
         tags=["digests"],
         summary="List consolidation digests (only those built from memories you can see)",
     )
@@ -653,12 +664,8 @@ class ConsolidationListView(APIView):
         digests = _ns_filter(
             request, scope, Consolidation.objects.filter(namespace_id__in=scope.namespace_ids)
         ).select_related("namespace")
-        period = request.query_params.get("period")
+        period = _params(request).get("period")
         if period:
-            if period not in Consolidation.Period.values:
-                raise serializers.ValidationError(
-                    {"period": [f"One of {', '.join(Consolidation.Period.values)}."]}
-                )
             digests = digests.filter(period=period)
         paginator = CursorPagination()
         page = paginator.paginate_queryset(digests.order_by("-created_at", "-id"), request, self)
@@ -680,6 +687,7 @@ class TokenListView(APIView):
 
     @extend_schema(
         responses=s.TokenOutput(many=True),
+        operation_id="tokens_list",
         tags=["tokens"],
         summary="List your API tokens (logged-in session only)",
     )

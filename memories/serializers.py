@@ -241,9 +241,20 @@ class MemoryListFilter(StrictSerializer):
     limit = serializers.IntegerField(required=False)
 
 
+class LinkListFilter(StrictSerializer):
+    """Query parameters of the association, entity, relation and digest lists."""
+
+    namespace = serializers.SlugField(required=False)
+    memory = serializers.IntegerField(required=False, min_value=1)
+    entity = serializers.CharField(required=False, max_length=200)
+    period = serializers.ChoiceField(choices=Consolidation.Period.choices, required=False)
+    cursor = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False)
+
+
 class EventOutput(serializers.ModelSerializer):
     memory = serializers.IntegerField(source="memory_ref")
-    actor = serializers.CharField(source="actor.username", default=None)
+    actor = serializers.CharField(source="actor.username", default=None, allow_null=True)
 
     class Meta:
         model = MemoryEvent
@@ -252,7 +263,9 @@ class EventOutput(serializers.ModelSerializer):
 
 class NamespaceOutput(serializers.ModelSerializer):
     weights = serializers.SerializerMethodField(help_text="Effective ranking weights.")
-    memory_count = serializers.IntegerField(read_only=True, default=None)
+    memory_count = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="Memories within the caller's ceiling."
+    )
 
     class Meta:
         model = Namespace
@@ -453,3 +466,22 @@ class TokenInput(StrictSerializer):
     access = serializers.ChoiceField(choices=ApiToken.Access.choices, default="read")
     ceiling = ClassificationField(required=False, help_text="Default: internal.")
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+_PAGES: dict[str, type[serializers.Serializer]] = {}
+
+
+def page_of(item: type[serializers.Serializer]) -> type[serializers.Serializer]:
+    """The documented shape of a cursor-paginated list of `item`."""
+    name = f"Paginated{item.__name__.removesuffix('Output')}List"
+    if name not in _PAGES:
+        _PAGES[name] = type(
+            name,
+            (serializers.Serializer,),
+            {
+                "next": serializers.URLField(allow_null=True, help_text="The next page, or null."),
+                "previous": serializers.URLField(allow_null=True),
+                "results": item(many=True),
+            },
+        )
+    return _PAGES[name]

@@ -111,9 +111,19 @@ def _derive(memory: Memory) -> None:
     memory.signature = simhash(f"{memory.content} {keywords}".strip(), bits=settings.SIGNATURE_BITS)
 
 
+TEXT_FIELDS = ("content", "content_original", "language", "topic", "embedding_model")
+
+
 def _validate(memory: Memory) -> None:
     if not memory.content or not memory.content.strip():
         raise ValidationError({"content": "This field may not be blank."})
+    # PostgreSQL text cannot hold NUL; refuse it on every engine so behaviour is the same.
+    for name in TEXT_FIELDS:
+        if "\x00" in (getattr(memory, name) or ""):
+            raise ValidationError({name: "Null characters are not allowed."})
+    for name in ("keywords", "emotion_tags", "importance_flags", "session_ids"):
+        if any("\x00" in str(item) for item in getattr(memory, name) or []):
+            raise ValidationError({name: "Null characters are not allowed."})
     # Search fields and signature are derived, never supplied; the rest is model validation.
     memory.full_clean(exclude=["namespace", "search_text", "search_original", "signature"])
 

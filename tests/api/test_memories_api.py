@@ -350,3 +350,11 @@ def test_services_are_the_only_writers(writer, namespace):
     writer.post("/api/v1/memories", {"namespace": namespace.slug, "content": "x"}, format="json")
     assert MemoryEvent.objects.count() == before + 1
     assert services.EDITABLE_FIELDS  # the API accepts exactly the service's editable fields
+
+
+@pytest.mark.parametrize("path", ["entities", "relations", "associations", "consolidations"])
+def test_list_parameters_are_validated(writer, path):
+    response = writer.get(f"/api/v1/{path}", {"namespace": "bad\x00slug"})
+    assert response.status_code == 400 and "namespace" in response.json()["error"]["fields"]
+    response = writer.get(f"/api/v1/{path}", {"colour": "x"})
+    assert response.status_code == 400 and "colour" in response.json()["error"]["fields"]

@@ -185,3 +185,12 @@ def test_ranking_weights_follow_the_mode_unless_overridden(user):
     assert agent.ranking_weights()["utility"] == 0.2
     agent.weight_utility = 0.4
     assert agent.ranking_weights()["utility"] == 0.4
+
+
+@pytest.mark.parametrize("field", ["content", "topic", "keywords"])
+def test_null_characters_are_refused_on_every_engine(namespace, field):
+    value = ["a\x00b"] if field == "keywords" else "a\x00b"
+    fields = {"content": "valid", field: value}
+    with pytest.raises(ValidationError) as error:
+        services.memory_create(namespace=namespace, **fields)
+    assert field in error.value.message_dict
