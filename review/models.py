@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from memories.models import Memory, Namespace
 
+LIVE_STATUSES = (Memory.Status.ACTIVE, Memory.Status.PROMOTED)
+
 
 class CardQuerySet(models.QuerySet["Card"]):
     def in_namespace(self, namespace: Namespace | int) -> CardQuerySet:
@@ -17,8 +19,20 @@ class CardQuerySet(models.QuerySet["Card"]):
     def due(self, now) -> CardQuerySet:
         return self.filter(next_review__lte=now)
 
+    def due_before(self, moment) -> CardQuerySet:
+        """Cards whose next review falls before `moment` (the start of tomorrow for "today")."""
+        return self.filter(next_review__lt=moment)
+
     def new(self) -> CardQuerySet:
         return self.filter(next_review__isnull=True)
+
+    def reviewable(self) -> CardQuerySet:
+        """Cards of memories review may show: forgotten and archived memories sit out."""
+        return self.filter(memory__status__in=LIVE_STATUSES)
+
+    def in_deck(self, deck: str | None) -> CardQuerySet:
+        """A deck is the memory's topic; None means every deck."""
+        return self if deck is None else self.filter(memory__topic=deck)
 
 
 class Card(models.Model):
@@ -40,6 +54,8 @@ class Card(models.Model):
     last_reviewed_at = models.DateTimeField(null=True, blank=True)
     total_reviews = models.PositiveIntegerField(default=0)
     correct_reviews = models.PositiveIntegerField(default=0)
+    # When the card stopped being new: counts against the deck's daily new-card limit.
+    first_reviewed_at = models.DateTimeField(null=True, blank=True)
     fsrs_state = models.JSONField(null=True, blank=True)
     # Incremented on every grade: a grade computed from a stale read is refused.
     version = models.PositiveIntegerField(default=0)
@@ -49,7 +65,10 @@ class Card(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["namespace", "next_review"], name="card_ns_next_review"),
+            # id breaks ties (card_reschedule_now gives many cards one next_review), so
+            # the queue's ORDER BY next_review, id LIMIT n is read straight off the index.
+            models.Index(fields=["namespace", "next_review", "id"], name="card_ns_next_review"),
+            models.Index(fields=["namespace", "first_reviewed_at"], name="card_ns_first_reviewed"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(easiness__gte=1.3), name="card_easiness_floor"),
@@ -88,7 +107,16 @@ class ReviewLog(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
+    session = models.ForeignKey(
+        "StudySession",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="review_logs",
+    )
     reviewed_at = models.DateTimeField(default=timezone.now)
+    # Set by card_undo; an undone grade stays for the audit trail but counts nowhere.
+    undone_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-reviewed_at", "-id"]
@@ -102,3 +130,85 @@ class ReviewLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_source_display()} grade {self.grade} on card #{self.card_id}"
+
+
+class StudySession(models.Model):
+    """A person's pass over a queue (study) or over a deck without scheduling (cram)."""
+
+    class Mode(models.TextChoices):
+        STUDY = "study", "Study"
+        CRAM = "cram", "Cram"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        FINISHED = "finished", "Finished"
+
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.CASCADE, related_name="study_sessions"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="study_sessions",
+    )
+    mode = models.CharField(max_length=5, choices=Mode.choices, default=Mode.STUDY)
+    # None: every deck; "" is a real deck (memories without a topic).
+    deck = models.CharField(max_length=100, null=True, blank=True)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.ACTIVE)
+    started_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            models.Index(
+                fields=["namespace", "user", "mode", "status"], name="session_ns_user_status"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        deck = "all decks" if self.deck is None else (self.deck or "(no topic)")
+        return f"{self.get_mode_display()} session #{self.pk} on {deck}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+
+class StudySessionItem(models.Model):
+    """One card in a session, in show order, with what the person answered."""
+
+    session = models.ForeignKey(StudySession, on_delete=models.CASCADE, related_name="items")
+    card = models.ForeignKey(Card, on_delete=models.CASCADE, related_name="session_items")
+    # Show order; a card graded below 4 in a study session moves behind the last one, an
+    # undone grade brings its card back in front (hence signed).
+    position = models.IntegerField()
+    # The memory's topic when the session started, so per-deck scores do not move.
+    deck = models.CharField(max_length=100, blank=True)
+    is_new = models.BooleanField(default=False)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # Study: the grade that changed the schedule (the first one) and the latest one.
+    first_grade = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_grade = models.PositiveSmallIntegerField(null=True, blank=True)
+    review_log = models.ForeignKey(
+        ReviewLog, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # Cram: the person's correct/incorrect tap, kept for the session's score only.
+    correct = models.BooleanField(null=True, blank=True)
+    done = models.BooleanField(default=False)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "card"], name="session_item_unique_card"),
+        ]
+        indexes = [
+            models.Index(fields=["session", "done", "position"], name="session_item_next"),
+        ]
+
+    def __str__(self) -> str:
+        return f"card #{self.card_id} in session #{self.session_id}"
