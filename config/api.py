@@ -73,7 +73,8 @@ def _domain_error(exc: Exception) -> tuple[int, str, str, str | None] | None:
         return exc.status, exc.code, exc.message, exc.field
     status = getattr(exc, "api_status", None)
     if status is not None:
-        return status, getattr(exc, "api_code", "invalid"), str(exc), getattr(exc, "field", None)
+        code = getattr(exc, "api_code", None) or getattr(exc, "code", None) or "invalid"
+        return status, code, str(exc), getattr(exc, "field", None)
     return None
 
 

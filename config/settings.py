@@ -294,6 +294,9 @@ if FORGET_THRESHOLD >= PROMOTE_THRESHOLD:
         f"FORGET_THRESHOLD={FORGET_THRESHOLD} must be below PROMOTE_THRESHOLD={PROMOTE_THRESHOLD}."
     )
 AUTO_REINFORCE = env.bool("AUTO_REINFORCE", True)
+# A successful agent recall of a due memory counts as a review of this quality (seed 000).
+IMPLICIT_REVIEW_ENABLED = env.bool("IMPLICIT_REVIEW_ENABLED", True)
+IMPLICIT_REVIEW_QUALITY = env.int("IMPLICIT_REVIEW_QUALITY", 4, minimum=0, maximum=5)
 
 # --- Recall pipeline (seed 002) ---------------------------------------------------------
 
@@ -338,3 +341,47 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO").upper()},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- Background work (issue 6) ----------------------------------------------------------
+# What runs when, and why these defaults: docs/background.md.
+
+# Decay sweep: promote, forget, cold storage, archive, core promotion, purge.
+SWEEP_INTERVAL_MINUTES = env.int("SWEEP_INTERVAL_MINUTES", 15, minimum=1, maximum=32767)
+SWEEP_BATCH_SIZE = env.int("SWEEP_BATCH_SIZE", 50_000, minimum=100)
+PURGE_BATCH_SIZE = env.int("PURGE_BATCH_SIZE", 1000, minimum=1)
+FORGOTTEN_RETENTION_DAYS = env.float("FORGOTTEN_RETENTION_DAYS", 30.0, minimum=0.0)
+COLD_FLOOR = env.float("COLD_FLOOR", FORGET_THRESHOLD, minimum=0.0)
+if COLD_FLOOR >= PROMOTE_THRESHOLD:
+    raise ImproperlyConfigured(
+        f"COLD_FLOOR={COLD_FLOOR} must be below PROMOTE_THRESHOLD={PROMOTE_THRESHOLD}."
+    )
+ARCHIVE_COLD_AFTER_DAYS = env.float("ARCHIVE_COLD_AFTER_DAYS", 180.0, minimum=0.0)
+CORE_MIN_SESSIONS = env.int("CORE_MIN_SESSIONS", 3, minimum=1)
+CORE_MIN_ACCESS_COUNT = env.int("CORE_MIN_ACCESS_COUNT", 5, minimum=0)
+CORE_MIN_STABILITY = env.float("CORE_MIN_STABILITY", 0.5, minimum=0.0, maximum=1.0)
+
+# Simulated recall worker (seed 000), agent_memory namespaces only.
+SIMULATED_RECALL_BATCH = env.int("SIMULATED_RECALL_BATCH", 50, minimum=1, maximum=10_000)
+SIMULATED_RECALL_INTERVAL_MINUTES = env.int(
+    "SIMULATED_RECALL_INTERVAL_MINUTES", 30, minimum=1, maximum=32767
+)
+
+# Consolidation digests (seed 002, stage S6).
+DIGEST_INTERVAL_MINUTES = env.int("DIGEST_INTERVAL_MINUTES", 60, minimum=1, maximum=32767)
+DIGEST_MAX_ITEMS = env.int("DIGEST_MAX_ITEMS", 10, minimum=1, maximum=1000)
+DIGEST_EXCERPT_CHARS = env.int("DIGEST_EXCERPT_CHARS", 240, minimum=20)
+DIGEST_LOOKBACK_PERIODS = env.int("DIGEST_LOOKBACK_PERIODS", 3, minimum=1, maximum=1000)
+
+# Embedding backfill (runs only with EMBEDDING_ENABLED).
+EMBEDDING_BACKFILL_INTERVAL_MINUTES = env.int(
+    "EMBEDDING_BACKFILL_INTERVAL_MINUTES", 10, minimum=1, maximum=32767
+)
+EMBEDDING_BACKFILL_BATCH = env.int("EMBEDDING_BACKFILL_BATCH", 32, minimum=1, maximum=4096)
+EMBEDDING_BACKFILL_MAX_BATCHES = env.int("EMBEDDING_BACKFILL_MAX_BATCHES", 100, minimum=1)
+EMBEDDING_BACKFILL_RETRIES = env.int("EMBEDDING_BACKFILL_RETRIES", 3, minimum=0, maximum=10)
+EMBEDDING_BACKFILL_BACKOFF_SECONDS = env.float(
+    "EMBEDDING_BACKFILL_BACKOFF_SECONDS", 2.0, minimum=0.0, maximum=600.0
+)
+
+# Run history shown in the admin and the dashboard.
+BACKGROUND_RUNS_KEEP_DAYS = env.int("BACKGROUND_RUNS_KEEP_DAYS", 90, minimum=1)

@@ -178,6 +178,10 @@ def memory_create(
         source=source,
         now=memory.created_at,
     )
+    # Imported here: review.services imports this module.
+    from review.services import cards_create_for_new_memories
+
+    cards_create_for_new_memories(memories=[memory])
     return memory
 
 
@@ -501,6 +505,9 @@ def memory_bulk_create(
         )
         for memory in created
     )
+    from review.services import cards_create_for_new_memories
+
+    cards_create_for_new_memories(memories=created)
     return created
 
 

@@ -107,12 +107,21 @@ CARD_FIELDS = (
     "next_review",
     "last_quality",
     "last_reviewed_at",
+    "first_reviewed_at",
     "total_reviews",
     "correct_reviews",
     "fsrs_state",
     "created_at",
 )
-LOG_FIELDS = ("grade", "source", "mode", "state_before", "state_after", "reviewed_at")
+LOG_FIELDS = (
+    "grade",
+    "source",
+    "mode",
+    "state_before",
+    "state_after",
+    "reviewed_at",
+    "undone_at",
+)
 
 
 def _encode(value: Any) -> Any:
@@ -448,7 +457,7 @@ class _Importer:
         unknown = sorted(set(record) - set(CARD_FIELDS))
         if unknown:
             raise ValueError(f"unknown field(s): {', '.join(unknown)}")
-        for name in ("next_review", "last_reviewed_at", "created_at"):
+        for name in ("next_review", "last_reviewed_at", "first_reviewed_at", "created_at"):
             if name in record:
                 record[name] = _datetime(record[name], name)
         card = Card(memory_id=memory_id, namespace=self.namespace, **record)
@@ -467,6 +476,7 @@ class _Importer:
         if unknown:
             raise ValueError(f"unknown field(s): {', '.join(unknown)}")
         record["reviewed_at"] = _datetime(record.get("reviewed_at"), "reviewed_at")
+        record["undone_at"] = _datetime(record.get("undone_at"), "undone_at")
         log = ReviewLog(card=card, namespace=self.namespace, **record)
         log.full_clean(exclude=["card", "namespace", "user"])
         log.save(force_insert=True)

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from review.models import Card, ReviewLog
+from review.models import Card, ReviewLog, StudySession, StudySessionItem
 
 
 @admin.register(Card)
@@ -31,7 +31,7 @@ class CardAdmin(admin.ModelAdmin):
 
     @admin.action(description="Schedule selected cards for review now")
     def review_now(self, request: HttpRequest, queryset: QuerySet[Card]) -> None:
-        count = queryset.update(next_review=timezone.now())
+        count = queryset.update(next_review=timezone.now(), version=F("version") + 1)
         self.message_user(request, f"{count} cards are due now.", messages.SUCCESS)
 
 
@@ -55,3 +55,47 @@ class ReviewLogAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+class StudySessionItemInline(admin.TabularInline):
+    model = StudySessionItem
+    extra = 0
+    can_delete = False
+    fields = [
+        "position",
+        "card",
+        "deck",
+        "attempts",
+        "first_grade",
+        "last_grade",
+        "correct",
+        "done",
+    ]
+    readonly_fields = fields
+
+
+@admin.register(StudySession)
+class StudySessionAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "namespace",
+        "user",
+        "mode",
+        "deck",
+        "status",
+        "started_at",
+        "finished_at",
+    ]
+    list_filter = ["mode", "status"]
+    list_select_related = ["namespace", "user"]
+    inlines = [StudySessionItemInline]
+    readonly_fields = [
+        "namespace",
+        "user",
+        "mode",
+        "deck",
+        "status",
+        "started_at",
+        "updated_at",
+        "finished_at",
+    ]

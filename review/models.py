@@ -26,9 +26,11 @@ class CardQuerySet(models.QuerySet["Card"]):
     def new(self) -> CardQuerySet:
         return self.filter(next_review__isnull=True)
 
-    def reviewable(self) -> CardQuerySet:
-        """Cards of memories review may show: forgotten and archived memories sit out."""
-        return self.filter(memory__status__in=LIVE_STATUSES)
+    def reviewable(self, ceiling: int | None = None) -> CardQuerySet:
+        """Cards of memories review may show: forgotten and archived memories sit out, and so
+        do memories above the caller's classification ceiling."""
+        cards = self.filter(memory__status__in=LIVE_STATUSES)
+        return cards if ceiling is None else cards.filter(memory__classification__lte=ceiling)
 
     def in_deck(self, deck: str | None) -> CardQuerySet:
         """A deck is the memory's topic; None means every deck."""

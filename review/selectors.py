@@ -154,11 +154,18 @@ def _row_state(row: dict[str, Any]) -> CardState:
 
 
 def due_cards(
-    *, namespace: Namespace, tz: ZoneInfo, now: datetime | None = None, deck: str | None = None
+    *,
+    namespace: Namespace,
+    tz: ZoneInfo,
+    now: datetime | None = None,
+    deck: str | None = None,
+    ceiling: int | None = None,
 ) -> CardQuerySet:
     """Reviewable cards due today in tz (next review before the start of tomorrow)."""
     _, tomorrow = local_day_bounds(tz, now or timezone.now())
-    return Card.objects.in_namespace(namespace).reviewable().in_deck(deck).due_before(tomorrow)
+    return (
+        Card.objects.in_namespace(namespace).reviewable(ceiling).in_deck(deck).due_before(tomorrow)
+    )
 
 
 def review_queue(
@@ -169,6 +176,7 @@ def review_queue(
     deck: str | None = None,
     limit: int = DEFAULT_QUEUE_LIMIT,
     include_new: bool = True,
+    ceiling: int | None = None,
 ) -> ReviewQueue:
     """Today's queue: due cards by PriorityScore, then new cards within the daily limit.
 
@@ -183,7 +191,7 @@ def review_queue(
         return ReviewQueue(due=[], new=[])
     scheduler = scheduler_for(namespace)
     window = list(
-        due_cards(namespace=namespace, tz=tz, now=now, deck=deck)
+        due_cards(namespace=namespace, tz=tz, now=now, deck=deck, ceiling=ceiling)
         .order_by("next_review", "id")
         .values(*_QUEUE_FIELDS)[: limit * QUEUE_WINDOW_FACTOR]
     )
@@ -193,7 +201,12 @@ def review_queue(
     new: list[QueueItem] = []
     if include_new and len(due) < limit:
         new = new_cards_for_today(
-            namespace=namespace, tz=tz, now=now, deck=deck, limit=limit - len(due)
+            namespace=namespace,
+            tz=tz,
+            now=now,
+            deck=deck,
+            limit=limit - len(due),
+            ceiling=ceiling,
         )
     return ReviewQueue(due=due, new=new)
 
@@ -220,6 +233,7 @@ def new_cards_for_today(
     now: datetime | None = None,
     deck: str | None = None,
     limit: int = DEFAULT_QUEUE_LIMIT,
+    ceiling: int | None = None,
 ) -> list[QueueItem]:
     """New cards still allowed today: per deck, new_cards_per_day minus those already
     introduced today, oldest first (the order they were added, as Anki does)."""
@@ -232,7 +246,7 @@ def new_cards_for_today(
     # the result is at most per_deck rows per deck whatever the backlog of new cards.
     ranked = (
         Card.objects.in_namespace(namespace)
-        .reviewable()
+        .reviewable(ceiling)
         .in_deck(deck)
         .new()
         .annotate(
@@ -277,12 +291,12 @@ def _card_counts(tomorrow: datetime) -> dict[str, Any]:
 
 
 def deck_statistics(
-    *, namespace: Namespace, tz: ZoneInfo, now: datetime | None = None
+    *, namespace: Namespace, tz: ZoneInfo, now: datetime | None = None, ceiling: int | None = None
 ) -> list[DeckStats]:
     """Every deck with its counts and today's remaining new cards, in one grouped query."""
     now = now or timezone.now()
     _, tomorrow = local_day_bounds(tz, now)
-    cards = Card.objects.in_namespace(namespace).reviewable()
+    cards = Card.objects.in_namespace(namespace).reviewable(ceiling)
     rows = (
         cards.values("memory__topic").annotate(**_card_counts(tomorrow)).order_by("memory__topic")
     )
@@ -321,11 +335,16 @@ def _ratio(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def counted_logs(*, namespace: Namespace, deck: str | None = None) -> QuerySet[ReviewLog]:
-    """Grades that count in statistics: scheduling grades that were not undone."""
+def counted_logs(
+    *, namespace: Namespace, deck: str | None = None, ceiling: int | None = None
+) -> QuerySet[ReviewLog]:
+    """Grades that count in statistics: scheduling grades that were not undone (of memories
+    within the caller's ceiling)."""
     logs = ReviewLog.objects.filter(
         namespace=namespace, mode=ReviewLog.Mode.NORMAL, undone_at__isnull=True
     )
+    if ceiling is not None:
+        logs = logs.filter(card__memory__classification__lte=ceiling)
     return logs if deck is None else logs.filter(card__memory__topic=deck)
 
 
@@ -335,21 +354,22 @@ def review_statistics(
     tz: ZoneInfo,
     now: datetime | None = None,
     deck: str | None = None,
+    ceiling: int | None = None,
 ) -> ReviewStats:
     """Counts, retention, streak, reviews per day and the due forecast, all aggregated in SQL."""
     now = now or timezone.now()
     _, tomorrow = local_day_bounds(tz, now)
     today = timezone.localtime(now, tz).date()
 
-    cards = Card.objects.in_namespace(namespace).reviewable().in_deck(deck)
+    cards = Card.objects.in_namespace(namespace).reviewable(ceiling).in_deck(deck)
     counts = cards.aggregate(**_card_counts(tomorrow))
     new_available = 0
     if counts["new"]:
-        decks = deck_statistics(namespace=namespace, tz=tz, now=now)
+        decks = deck_statistics(namespace=namespace, tz=tz, now=now, ceiling=ceiling)
         new_available = sum(s.new_available_today for s in decks if deck in (None, s.deck))
     card_stats = DeckStats(deck=deck, new_available_today=new_available, **counts)
 
-    logs = counted_logs(namespace=namespace, deck=deck)
+    logs = counted_logs(namespace=namespace, deck=deck, ceiling=ceiling)
     window_start = _day_start(today - timedelta(days=REVIEWS_PER_DAY_DAYS - 1), tz)
     totals = logs.aggregate(
         reviews=Count("id"),

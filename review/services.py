@@ -66,6 +66,7 @@ class ReviewError(Exception):
     """A review rule said no; `code` and `field` let the API map it to a 4xx answer."""
 
     code = "review_error"
+    api_status = 400
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
@@ -89,18 +90,21 @@ class GradeConflict(ReviewError):
     """The card changed since the caller read it; reload it and grade again."""
 
     code = "grade_conflict"
+    api_status = 409
 
 
 class NothingToUndo(ReviewError):
     """The card has no grade that is still its latest change."""
 
     code = "nothing_to_undo"
+    api_status = 409
 
 
 class SessionFinished(ReviewError):
     """The session is over; start a new one."""
 
     code = "session_finished"
+    api_status = 409
 
 
 class CardNotInSession(ReviewError):
@@ -113,6 +117,7 @@ class AlreadyAnswered(ReviewError):
     """The card is already done in that session."""
 
     code = "already_answered"
+    api_status = 409
 
 
 # --- Settings --------------------------------------------------------------------------
@@ -128,8 +133,8 @@ class ImplicitReviewSettings:
 
 def implicit_review_settings() -> ImplicitReviewSettings:
     """IMPLICIT_REVIEW_ENABLED (default True) and IMPLICIT_REVIEW_QUALITY (default 4)."""
-    enabled = getattr(settings, "IMPLICIT_REVIEW_ENABLED", True)
-    quality = getattr(settings, "IMPLICIT_REVIEW_QUALITY", 4)
+    enabled = settings.IMPLICIT_REVIEW_ENABLED
+    quality = settings.IMPLICIT_REVIEW_QUALITY
     if not isinstance(enabled, bool):
         raise ImproperlyConfigured(f"IMPLICIT_REVIEW_ENABLED must be a bool, got {enabled!r}.")
     try:
@@ -154,9 +159,24 @@ def card_ensure(*, memory: Memory) -> Card:
 def card_create_for_new_memory(*, memory: Memory) -> Card | None:
     """A personal namespace reviews every memory, so its new memories get a card at once;
     agent namespaces get theirs from the recall worker, any memory on request."""
-    if memory.namespace.mode != Namespace.Mode.PERSONAL:
+    if not _reviews_every_memory(memory.namespace):
         return None
     return card_ensure(memory=memory)
+
+
+def _reviews_every_memory(namespace: Namespace) -> bool:
+    return namespace.mode == Namespace.Mode.PERSONAL
+
+
+def cards_create_for_new_memories(*, memories: list[Memory]) -> int:
+    """Cards for the new memories of personal namespaces, in one bulk insert."""
+    cards = [
+        Card(memory=memory, namespace_id=memory.namespace_id, scheduler=memory.namespace.scheduler)
+        for memory in memories
+        if _reviews_every_memory(memory.namespace)
+    ]
+    Card.objects.bulk_create(cards)
+    return len(cards)
 
 
 @transaction.atomic
@@ -547,10 +567,13 @@ def study_session_start(
     deck: str | None = None,
     limit: int = DEFAULT_SESSION_LIMIT,
     now: datetime | None = None,
+    ceiling: int | None = None,
 ) -> StudySession:
     """Start studying today's queue (all decks, or one): due cards first, then new ones."""
     now = now or timezone.now()
-    queue = review_queue(namespace=namespace, tz=tz, now=now, deck=deck, limit=limit)
+    queue = review_queue(
+        namespace=namespace, tz=tz, now=now, deck=deck, limit=limit, ceiling=ceiling
+    )
     session = StudySession.objects.create(
         namespace=namespace,
         user=user,
@@ -649,6 +672,7 @@ def cram_start(
     seed: int | None = None,
     limit: int = CRAM_MAX_CARDS,
     now: datetime | None = None,
+    ceiling: int | None = None,
 ) -> StudySession:
     """Cram every card of a deck (or all decks, or the chosen cards) in random order.
 
@@ -656,7 +680,7 @@ def cram_start(
     option B). Up to `limit` cards, sampled at random when there are more.
     """
     now = now or timezone.now()
-    cards = Card.objects.in_namespace(namespace).reviewable().in_deck(deck)
+    cards = Card.objects.in_namespace(namespace).reviewable(ceiling).in_deck(deck)
     if card_ids is not None:
         wanted = set(card_ids)
         cards = cards.filter(pk__in=wanted)

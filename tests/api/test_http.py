@@ -15,8 +15,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _call(url: str, secret: str, method: str = "GET", body: dict | None = None):
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={
-        "Authorization": f"Bearer {secret}", "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read() or b"null")
@@ -26,11 +30,13 @@ def _call(url: str, secret: str, method: str = "GET", body: dict | None = None):
 
 def test_an_agent_stores_lists_and_loses_access_when_revoked(live_server, user):
     namespace = services.namespace_create(owner=user, name="agent-9", mode="agent_memory")
-    token, secret = services.token_create(owner=user, name="agent", namespaces=[namespace],
-                                          access="write")
+    token, secret = services.token_create(
+        owner=user, name="agent", namespaces=[namespace], access="write"
+    )
     api = f"{live_server.url}/api/v1"
-    status, body = _call(f"{api}/memories", secret, "POST",
-                         {"namespace": "agent-9", "content": "User likes tea"})
+    status, body = _call(
+        f"{api}/memories", secret, "POST", {"namespace": "agent-9", "content": "User likes tea"}
+    )
     assert status == 201 and body["content"] == "User likes tea"
     status, body = _call(f"{api}/memories?namespace=agent-9", secret)
     assert status == 200 and [m["content"] for m in body["results"]] == ["User likes tea"]

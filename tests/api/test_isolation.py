@@ -9,6 +9,7 @@ route must be added to OBJECT_FOR_ROUTE, or the test fails.
 from __future__ import annotations
 
 import json
+import zoneinfo
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
@@ -27,6 +28,7 @@ from memories.models import (
     Relation,
 )
 from memories.transfer import namespace_export
+from review.models import Card, ReviewLog, StudySession, StudySessionItem
 
 pytestmark = pytest.mark.django_db
 
@@ -44,6 +46,14 @@ OBJECT_FOR_ROUTE = {
     "api-association": ("association", None),
     "api-relation": ("relation", None),
     "api-token-revoke": ("token", {}),
+    "api-card-grade": ("card", {"grade": 4}),
+    "api-card-undo": ("card", {}),
+    "api-session": ("session", None),
+    "api-session-grade": ("session", "session-grade"),
+    "api-session-finish": ("session", {}),
+    "api-cram-session": ("cram", None),
+    "api-cram-answer": ("cram", "cram-answer"),
+    "api-cram-finish": ("cram", {}),
 }
 SESSION_ONLY = {"api-token-revoke"}
 
@@ -77,20 +87,39 @@ def test_every_route_with_an_id_is_in_the_matrix():
 @pytest.fixture
 def world(user, other_user, make_token):
     ns = services.namespace_create(owner=user, name="Private")
-    a = services.memory_create(namespace=ns, content="Alice's secret plan",
-                               classification=Classification.PUBLIC)
+    a = services.memory_create(
+        namespace=ns, content="Alice's secret plan", classification=Classification.PUBLIC
+    )
     b = services.memory_create(namespace=ns, content="Bob's note")
     link = services.association_create(source=a, target=b)
-    relation = services.relation_create(namespace=ns, subject="alice", predicate="knows",
-                                        object="bob", memory=a)
-    Consolidation.objects.create(namespace=ns, period="daily", period_start="2026-11-20",
-                                 text="digest", memory_ids=[a.pk])
+    relation = services.relation_create(
+        namespace=ns, subject="alice", predicate="knows", object="bob", memory=a
+    )
+    Consolidation.objects.create(
+        namespace=ns, period="daily", period_start="2026-11-20", text="digest", memory_ids=[a.pk]
+    )
+    from review import services as review
+
+    card = review.card_ensure(memory=a)
+    review.card_grade(card=card, grade=4, source="human")  # something to undo
+    card.refresh_from_db()
+    session = review.study_session_start(namespace=ns, tz=zoneinfo.ZoneInfo("UTC"), limit=10)
+    cram = review.cram_start(namespace=ns)
     owner_token, _ = make_token(user)
     services.namespace_create(owner=other_user, name="Private")  # same slug, other owner
     _, intruder_secret = make_token(other_user)
     return {
-        "namespace": ns, "memory": a, "association": link, "relation": relation,
-        "token": owner_token, "intruder_secret": intruder_secret,
+        "namespace": ns,
+        "memory": a,
+        "association": link,
+        "relation": relation,
+        "token": owner_token,
+        "intruder_secret": intruder_secret,
+        "card": card,
+        "session": session,
+        "cram": cram,
+        "session-grade": {"card": card.pk, "grade": 4},
+        "cram-answer": {"card": card.pk, "correct": True},
         "import": "".join(namespace_export(namespace=ns, ceiling=3)),
     }
 
@@ -105,11 +134,17 @@ def fingerprint() -> str:
         list(Entity.objects.order_by("pk").values()),
         list(ApiToken.objects.order_by("pk").values("pk", "revoked_at")),
         MemoryEvent.objects.count(),
+        list(Card.objects.order_by("pk").values()),
+        ReviewLog.objects.count(),
+        list(StudySession.objects.order_by("pk").values("pk", "status")),
+        list(StudySessionItem.objects.order_by("pk").values()),
     ]
     return json.dumps(rows, default=str)
 
 
-def _call(client: APIClient, method: str, url: str, body):
+def _call(client: APIClient, method: str, url: str, body, world=None):
+    if isinstance(body, str) and body != "import" and world is not None:
+        body = world[body]
     if body == "import":
         return client.generic("POST", url, "", content_type="application/x-ndjson")
     if body is None or method in ("get", "delete"):
@@ -122,8 +157,9 @@ def _url(route: str, value) -> str:
     return "/" + path
 
 
-@pytest.mark.parametrize(("name", "route", "view"), ROUTES_WITH_IDS,
-                         ids=[r[0] for r in ROUTES_WITH_IDS])
+@pytest.mark.parametrize(
+    ("name", "route", "view"), ROUTES_WITH_IDS, ids=[r[0] for r in ROUTES_WITH_IDS]
+)
 def test_another_users_ids_answer_404_and_change_nothing(world, other_user, name, route, view):
     kind, body = OBJECT_FOR_ROUTE[name]
     target = world[kind]
@@ -142,7 +178,12 @@ def test_another_users_ids_answer_404_and_change_nothing(world, other_user, name
     for method in METHODS:
         if not hasattr(view, method):
             continue
-        response = _call(client, method, _url(route, value), body)
+        response = _call(
+            client,
+            method,
+            _url(route, value),
+            world[body] if isinstance(body, str) and body != "import" else body,
+        )
         assert response.status_code == 404, (method, route, response.content[:300])
         assert response["Content-Type"].startswith("application/json")
     assert fingerprint() == before
@@ -169,10 +210,20 @@ def test_bodies_naming_another_users_objects_change_nothing(world, api):
     a, b = world["memory"], world["association"].target
     attempts = [
         ("/api/v1/associations", {"source": a.pk, "target": b.pk}),
-        ("/api/v1/relations", {"namespace": "private", "subject": "x", "predicate": "y",
-                               "object": "z", "memory": a.pk}),
+        (
+            "/api/v1/relations",
+            {
+                "namespace": "private",
+                "subject": "x",
+                "predicate": "y",
+                "object": "z",
+                "memory": a.pk,
+            },
+        ),
         ("/api/v1/memories", {"namespace": "owners-only", "content": "x"}),
         ("/api/v1/memories/bulk", {"namespace": "owners-only", "memories": [{"content": "x"}]}),
+        ("/api/v1/review/sessions", {"namespace": "owners-only"}),
+        ("/api/v1/review/cram", {"namespace": "owners-only"}),
     ]
     world["namespace"].slug = "owners-only"
     world["namespace"].save(update_fields=["slug"])
@@ -181,40 +232,58 @@ def test_bodies_naming_another_users_objects_change_nothing(world, api):
         response = intruder.post(url, body, format="json")
         assert response.status_code == 400, (url, response.json())
         assert "No such" in json.dumps(response.json())
+    for url in ("/api/v1/review/queue", "/api/v1/review/stats"):
+        response = intruder.get(url, {"namespace": "owners-only"})
+        assert response.status_code == 400 and "No such" in json.dumps(response.json())
     assert fingerprint() == before
 
 
-MEMORY_ROUTES = [r for r in ROUTES_WITH_IDS if OBJECT_FOR_ROUTE[r[0]][0] == "memory"]
+CEILING_ROUTES = [r for r in ROUTES_WITH_IDS if OBJECT_FOR_ROUTE[r[0]][0] in ("memory", "card")]
 
 
-@pytest.mark.parametrize(("name", "route", "view"), MEMORY_ROUTES,
-                         ids=[r[0] for r in MEMORY_ROUTES])
-def test_a_memory_above_the_ceiling_answers_404_everywhere(user, namespace, make_token, name,
-                                                           route, view):
-    secret_memory = services.memory_create(namespace=namespace, content="salary: 1M",
-                                           classification=Classification.RESTRICTED)
+@pytest.mark.parametrize(
+    ("name", "route", "view"), CEILING_ROUTES, ids=[r[0] for r in CEILING_ROUTES]
+)
+def test_a_memory_above_the_ceiling_answers_404_everywhere(
+    user, namespace, make_token, name, route, view
+):
+    from review.services import card_ensure
+
+    secret_memory = services.memory_create(
+        namespace=namespace, content="salary: 1M", classification=Classification.RESTRICTED
+    )
+    card = card_ensure(memory=secret_memory)
+    kind, body = OBJECT_FOR_ROUTE[name]
+    target = card.pk if kind == "card" else secret_memory.pk
     _, secret = make_token(user, ceiling=Classification.CONFIDENTIAL)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
     before = fingerprint()
     for method in METHODS:
         if hasattr(view, method):
-            response = _call(client, method, _url(route, secret_memory.pk),
-                             OBJECT_FOR_ROUTE[name][1])
+            response = _call(client, method, _url(route, target), body)
             assert response.status_code == 404, (method, route)
     assert fingerprint() == before
 
 
 def test_a_low_ceiling_never_receives_a_higher_memory(user, namespace, make_token, api):
-    low = services.memory_create(namespace=namespace, content="public fact",
-                                 classification=Classification.PUBLIC)
-    high = services.memory_create(namespace=namespace, content="restricted fact",
-                                  classification=Classification.RESTRICTED)
+    low = services.memory_create(
+        namespace=namespace, content="public fact", classification=Classification.PUBLIC
+    )
+    high = services.memory_create(
+        namespace=namespace, content="restricted fact", classification=Classification.RESTRICTED
+    )
     services.association_create(source=low, target=high)
-    services.relation_create(namespace=namespace, subject="a", predicate="b", object="c",
-                             memory=high)
-    Consolidation.objects.create(namespace=namespace, period="weekly", period_start="2026-11-16",
-                                 text="mentions restricted", memory_ids=[low.pk, high.pk])
+    services.relation_create(
+        namespace=namespace, subject="a", predicate="b", object="c", memory=high
+    )
+    Consolidation.objects.create(
+        namespace=namespace,
+        period="weekly",
+        period_start="2026-11-16",
+        text="mentions restricted",
+        memory_ids=[low.pk, high.pk],
+    )
     _, secret = make_token(user, ceiling=Classification.PUBLIC)
     client = api(secret)
 
@@ -230,6 +299,14 @@ def test_a_low_ceiling_never_receives_a_higher_memory(user, namespace, make_toke
         ]
         return b"\n".join(parts).decode()
 
+    from review.services import cards_create_for_namespace
+
+    cards_create_for_namespace(namespace=namespace)
+    queue = client.get("/api/v1/review/queue", {"namespace": namespace.slug}).json()
+    assert [c["memory"] for c in queue["due"] + queue["new"]] == [low.pk]
+    stats = client.get("/api/v1/review/stats", {"namespace": namespace.slug}).json()
+    assert stats["total"] == 1 and stats["new"] == 1
+
     seen = everything()
     assert "public fact" in seen
     assert "restricted fact" not in seen and f'"id":{high.pk},' not in seen.replace(" ", "")
@@ -240,4 +317,3 @@ def test_a_low_ceiling_never_receives_a_higher_memory(user, namespace, make_toke
     history = client.get(f"/api/v1/memories/{high.pk}/history").json()["results"]
     assert all("redacted" in event["before"] for event in history)
     assert "restricted fact" not in json.dumps(history)
-

@@ -24,22 +24,38 @@ def test_the_api_conforms_to_its_schema_and_never_fails(live_server, user, tmp_p
     for i in range(5):
         services.memory_create(namespace=namespace, content=f"fact number {i}", topic="t")
     _, secret = services.token_create(
-        owner=user, name="fuzz", all_namespaces=True, access="write",
+        owner=user,
+        name="fuzz",
+        all_namespaces=True,
+        access="write",
         ceiling=Classification.RESTRICTED,
     )
     result = subprocess.run(
         [
-            str(SCHEMATHESIS), "run", f"{live_server.url}/api/v1/schema",
-            "--header", f"Authorization: Bearer {secret}",
-            "--checks", "not_a_server_error,response_schema_conformance",
-            "--max-examples", os.environ.get("SCHEMATHESIS_EXAMPLES", "15"),
-            "--phases", "examples,coverage,fuzzing",
-            "--seed", "1",
+            str(SCHEMATHESIS),
+            "run",
+            f"{live_server.url}/api/v1/schema",
+            "--header",
+            f"Authorization: Bearer {secret}",
+            "--checks",
+            "not_a_server_error,response_schema_conformance",
+            "--max-examples",
+            os.environ.get("SCHEMATHESIS_EXAMPLES", "15"),
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--seed",
+            "1",
             # JSON Lines bodies cannot be generated; import has its own tests.
-            "--exclude-path-regex", "/import$",
-            "--request-timeout", "30",
-            "--suppress-health-check", "all",
+            "--exclude-path-regex",
+            "/import$",
+            "--request-timeout",
+            "30",
+            "--suppress-health-check",
+            "all",
         ],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]

@@ -34,14 +34,8 @@ def populated(namespace, make_memory):
     Memory.objects.filter(pk=a.pk).update(
         embedding=b"\x00\x00\x80?" * 4, use_count=3, session_ids=["s1", "s2"]
     )
-    Card.objects.create(
-        memory=a,
-        namespace=namespace,
-        easiness=2.36,
-        interval_days=6,
-        repetitions=2,
-        next_review=timezone.now(),
-        last_quality=3,
+    Card.objects.filter(memory=a).update(
+        easiness=2.36, interval_days=6, repetitions=2, next_review=timezone.now(), last_quality=3
     )
     return a, b, secret
 

@@ -64,7 +64,11 @@ def test_it_creates_missing_cards_for_a_namespace_in_one_statement(
     ]
     forgotten = memory_services.memory_create(namespace=study_ns, content="Gone")
     memory_services.memory_forget(memory=forgotten, reason="wrong")
-    elsewhere_ns = memory_services.namespace_create(owner=other_user, name="Elsewhere")
+    # Personal memories get a card when created; these stand for memories from before.
+    Card.objects.filter(memory__in=[*plain, forgotten]).delete()
+    elsewhere_ns = memory_services.namespace_create(
+        owner=other_user, name="Elsewhere", mode=Namespace.Mode.AGENT_MEMORY
+    )
     memory_services.memory_create(namespace=elsewhere_ns, content="Not mine")
 
     with django_assert_max_num_queries(3):

@@ -76,7 +76,7 @@ def test_it_crams_all_decks_or_a_chosen_subset(decks, study_ns):
 def test_it_refuses_cards_of_another_namespace_or_an_empty_deck(decks, study_ns, other_user):
     other = memory_services.namespace_create(owner=other_user, name="Other")
     theirs = memory_services.memory_create(namespace=other, content="theirs")
-    their_card = Card.objects.create(memory=theirs, namespace=other)
+    their_card = Card.objects.get(memory=theirs)  # made with the memory (personal)
 
     with pytest.raises(InvalidRequest) as error:
         cram_start(namespace=study_ns, card_ids=[decks[0][0].pk, their_card.pk], now=NOW)

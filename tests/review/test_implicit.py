@@ -40,10 +40,11 @@ def test_it_uses_the_configured_quality(make_card, settings):
     assert log.grade == 5
 
 
-def test_it_defaults_to_on_with_quality_4(settings):
-    del settings.IMPLICIT_REVIEW_ENABLED
-    del settings.IMPLICIT_REVIEW_QUALITY
+def test_it_defaults_to_on_with_quality_4():
+    from config.env import Env
 
+    # The settings module's defaults, read from an empty environment.
+    assert Env({}).bool("IMPLICIT_REVIEW_ENABLED", True) is True
     options = implicit_review_settings()
 
     assert (options.enabled, options.quality) == (True, 4)
@@ -81,6 +82,7 @@ def test_it_ignores_memories_that_are_not_due_new_forgotten_or_without_a_card(ma
     forgotten = make_card("forgotten", next_review=NOW - timedelta(days=1))
     memory_services.memory_forget(memory=forgotten.memory, reason="wrong")
     bare = memory_services.memory_create(namespace=study_ns, content="no card")
+    Card.objects.filter(memory=bare).delete()
     rows = [card_row(c) for c in (later, new, forgotten)]
 
     results = [

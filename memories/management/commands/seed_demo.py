@@ -464,7 +464,22 @@ class Command(BaseCommand):
                     correct_reviews=1 + index % 3,
                 )
             )
-        Card.objects.bulk_create(cards)
+        # Personal memories already have a new card (created with the memory): upsert.
+        Card.objects.bulk_create(
+            cards,
+            update_conflicts=True,
+            unique_fields=["memory"],
+            update_fields=[
+                "easiness",
+                "interval_days",
+                "repetitions",
+                "next_review",
+                "last_quality",
+                "last_reviewed_at",
+                "total_reviews",
+                "correct_reviews",
+            ],
+        )
 
     def _links(self, namespace: Namespace, memories: list[Memory]) -> None:
         by_topic: dict[str, list[Memory]] = {}

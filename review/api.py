@@ -1,0 +1,509 @@
+"""Review endpoints: due queue, grading and undo, study sessions, cram, statistics.
+
+Every card and session is looked up inside the caller's scope (namespaces and ceiling),
+so anything else answers 404. Views validate, call one service, serialize.
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.auth import Scope
+from memories.models import Memory, Namespace
+from memories.serializers import StrictSerializer
+from review import selectors, services
+from review.models import Card, StudySession
+from review.sm2 import Button
+
+BUTTONS = {"again": Button.AGAIN, "hard": Button.HARD, "good": Button.GOOD, "easy": Button.EASY}
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "integer", "minimum": 0, "maximum": 5},
+            {"type": "string", "enum": list(BUTTONS)},
+        ]
+    }
+)
+class GradeField(serializers.Field):
+    """A grade 0-5 or one of again/hard/good/easy (1/3/4/5)."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, str) and data.lower() in BUTTONS:
+            return int(BUTTONS[data.lower()])
+        if isinstance(data, bool) or not isinstance(data, int) or not 0 <= data <= 5:
+            raise serializers.ValidationError(
+                "A grade is an integer 0-5 or one of again, hard, good, easy."
+            )
+        return data
+
+    def to_representation(self, value: int) -> int:
+        return value
+
+
+def _tz(raw: str | None) -> zoneinfo.ZoneInfo:
+    name = raw or settings.TIME_ZONE
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise serializers.ValidationError({"tz": [f"Unknown time zone {name!r}."]}) from None
+
+
+class QueueQuery(StrictSerializer):
+    namespace = serializers.SlugField()
+    deck = serializers.CharField(required=False, max_length=100)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
+    tz = serializers.CharField(required=False, max_length=64, help_text="IANA time zone.")
+
+
+class StatsQuery(StrictSerializer):
+    namespace = serializers.SlugField()
+    deck = serializers.CharField(required=False, max_length=100)
+    tz = serializers.CharField(required=False, max_length=64)
+
+
+class GradeInput(StrictSerializer):
+    grade = GradeField()
+    version = serializers.IntegerField(
+        required=False, min_value=0, help_text="The card version you read; a stale one is a 409."
+    )
+
+
+class SessionStartInput(StrictSerializer):
+    namespace = serializers.SlugField()
+    deck = serializers.CharField(required=False, max_length=100)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=100)
+    tz = serializers.CharField(required=False, max_length=64)
+
+
+class SessionGradeInput(GradeInput):
+    card = serializers.IntegerField(min_value=1)
+
+
+class CramStartInput(StrictSerializer):
+    namespace = serializers.SlugField()
+    deck = serializers.CharField(required=False, max_length=100)
+    cards = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), required=False, max_length=1000
+    )
+    seed = serializers.IntegerField(required=False)
+
+
+class CramAnswerInput(StrictSerializer):
+    card = serializers.IntegerField(min_value=1)
+    correct = serializers.BooleanField()
+
+
+class CardOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    memory = serializers.IntegerField()
+    deck = serializers.CharField()
+    cue = serializers.CharField()
+    content = serializers.CharField()
+    is_new = serializers.BooleanField()
+    next_review = serializers.DateTimeField(allow_null=True)
+    easiness = serializers.FloatField()
+    interval_days = serializers.IntegerField()
+    repetitions = serializers.IntegerField()
+    version = serializers.IntegerField()
+    priority = serializers.FloatField(allow_null=True)
+    preview = serializers.DictField(
+        child=serializers.FloatField(), help_text="Days until the next review for each button."
+    )
+
+
+class QueueOutput(serializers.Serializer):
+    namespace = serializers.CharField()
+    due = CardOutput(many=True)
+    new = CardOutput(many=True)
+
+
+class LogOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    card = serializers.IntegerField(source="card_id")
+    grade = serializers.IntegerField()
+    source = serializers.CharField()
+    reviewed_at = serializers.DateTimeField()
+    state_before = serializers.DictField()
+    state_after = serializers.DictField()
+
+
+class SessionOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    mode = serializers.CharField()
+    status = serializers.CharField()
+    deck = serializers.CharField(allow_null=True)
+    total = serializers.IntegerField()
+    done = serializers.IntegerField()
+    remaining = serializers.IntegerField()
+    next_card = CardOutput(allow_null=True)
+    score = serializers.DictField(required=False)
+
+
+class StatsOutput(serializers.Serializer):
+    total = serializers.IntegerField()
+    due_today = serializers.IntegerField()
+    learned = serializers.IntegerField()
+    new = serializers.IntegerField()
+    new_available_today = serializers.IntegerField()
+    reviews = serializers.IntegerField()
+    retention = serializers.FloatField(allow_null=True)
+    reviews_last_30_days = serializers.IntegerField()
+    retention_last_30_days = serializers.FloatField(allow_null=True)
+    streak = serializers.IntegerField()
+    reviews_per_day = serializers.ListField(child=serializers.DictField())
+    forecast = serializers.ListField(child=serializers.DictField())
+    decks = serializers.ListField(child=serializers.DictField())
+
+
+def _days(delta: timedelta) -> float:
+    return round(delta.total_seconds() / 86400, 4)
+
+
+def card_payload(
+    card: Card, namespace: Namespace, *, priority: float | None = None, now=None
+) -> dict[str, Any]:
+    """What a client needs to show a card and its four buttons."""
+    now = now or timezone.now()
+    state = selectors.card_state(card)
+    preview = selectors.scheduler_for(namespace).preview(state, now=now)
+    memory: Memory = card.memory
+    first_line = memory.content.strip().splitlines()[0] if memory.content.strip() else ""
+    return {
+        "id": card.pk,
+        "memory": card.memory_id,
+        "deck": memory.topic,
+        "cue": f"{memory.topic}: {first_line[:120]}" if memory.topic else first_line[:120],
+        "content": memory.content,
+        "is_new": card.next_review is None,
+        "next_review": card.next_review,
+        "easiness": card.easiness,
+        "interval_days": card.interval_days,
+        "repetitions": card.repetitions,
+        "version": card.version,
+        "priority": priority,
+        "preview": {button.name.lower(): _days(delta) for button, delta in preview.items()},
+    }
+
+
+def _namespace(scope: Scope, slug: str) -> Namespace:
+    namespace = scope.namespaces().filter(slug=slug).first()
+    if namespace is None:
+        raise serializers.ValidationError({"namespace": ["No such namespace."]})
+    return namespace
+
+
+def _card(scope: Scope, pk: int) -> Card:
+    return get_object_or_404(
+        Card.objects.filter(namespace_id__in=scope.namespace_ids)
+        .reviewable(scope.ceiling)
+        .select_related("memory", "namespace"),
+        pk=pk,
+    )
+
+
+def _session(scope: Scope, pk: int, mode: str) -> StudySession:
+    return get_object_or_404(
+        StudySession.objects.filter(namespace_id__in=scope.namespace_ids, mode=mode).select_related(
+            "namespace"
+        ),
+        pk=pk,
+    )
+
+
+def _session_payload(session: StudySession, scope: Scope) -> dict[str, Any]:
+    progress = selectors.study_session_progress(session=session)
+    next_card = None
+    item = progress.next_item
+    if item is not None and item.card.memory.classification <= scope.ceiling:
+        next_card = card_payload(item.card, session.namespace)
+    payload = {
+        "id": session.pk,
+        "mode": session.mode,
+        "status": session.status,
+        "deck": session.deck,
+        "total": progress.total,
+        "done": progress.done,
+        "remaining": progress.remaining,
+        "next_card": next_card,
+    }
+    if session.mode == StudySession.Mode.CRAM:
+        score = selectors.cram_score(session=session)
+        payload["score"] = {
+            "correct": score.overall.correct,
+            "answered": score.overall.answered,
+            "total": score.overall.total,
+            "decks": {
+                deck: {"correct": s.correct, "answered": s.answered, "total": s.total}
+                for deck, s in score.decks.items()
+            },
+        }
+    return payload
+
+
+class QueueView(APIView):
+    @extend_schema(
+        parameters=[QueueQuery],
+        responses=QueueOutput,
+        tags=["review"],
+        summary="Today's due cards by priority, then new cards within the daily limit",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        query = QueueQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        namespace = _namespace(scope, q["namespace"])
+        now = timezone.now()
+        queue = selectors.review_queue(
+            namespace=namespace,
+            tz=_tz(q.get("tz")),
+            now=now,
+            deck=q.get("deck"),
+            limit=q["limit"],
+            ceiling=scope.ceiling,
+        )
+        cards = Card.objects.select_related("memory").in_bulk(
+            [item.card_id for item in queue.items]
+        )
+        return Response(
+            {
+                "namespace": namespace.slug,
+                "due": [
+                    card_payload(cards[i.card_id], namespace, priority=i.priority, now=now)
+                    for i in queue.due
+                ],
+                "new": [card_payload(cards[i.card_id], namespace, now=now) for i in queue.new],
+            }
+        )
+
+
+class CardGradeView(APIView):
+    @extend_schema(
+        request=GradeInput,
+        responses={201: LogOutput},
+        tags=["review"],
+        summary="Grade a card (0-5 or again/hard/good/easy); a stale version answers 409",
+        examples=[OpenApiExample("Good", request_only=True, value={"grade": "good", "version": 3})],
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        scope = Scope.of(request)
+        card = _card(scope, pk)
+        data = GradeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        log = services.card_grade(
+            card=card,
+            grade=data.validated_data["grade"],
+            source="human",
+            user=request.user,
+            expected_version=data.validated_data.get("version"),
+        )
+        return Response(LogOutput(log).data, status=status.HTTP_201_CREATED)
+
+
+class CardUndoView(APIView):
+    @extend_schema(
+        request=None,
+        responses=LogOutput,
+        tags=["review"],
+        summary="Undo the card's last grade (409 if nothing to undo)",
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        card = _card(Scope.of(request), pk)
+        log = services.card_undo(card=card, user=request.user)
+        return Response(LogOutput(log).data)
+
+
+class SessionStartView(APIView):
+    @extend_schema(
+        request=SessionStartInput,
+        responses={201: SessionOutput},
+        tags=["review"],
+        summary="Start a study session over today's queue (all decks or one)",
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        data = SessionStartInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        session = services.study_session_start(
+            namespace=_namespace(scope, d["namespace"]),
+            tz=_tz(d.get("tz")),
+            user=request.user,
+            deck=d.get("deck"),
+            limit=d["limit"],
+            ceiling=scope.ceiling,
+        )
+        return Response(_session_payload(session, scope), status=status.HTTP_201_CREATED)
+
+
+class SessionDetailView(APIView):
+    @extend_schema(
+        responses=SessionOutput,
+        tags=["review"],
+        summary="A study session's progress and next card (to resume it)",
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        scope = Scope.of(request)
+        return Response(_session_payload(_session(scope, pk, StudySession.Mode.STUDY), scope))
+
+
+class SessionGradeView(APIView):
+    @extend_schema(
+        request=SessionGradeInput,
+        responses=SessionOutput,
+        tags=["review"],
+        summary="Grade a card in a session; below 4 it comes back later",
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        scope = Scope.of(request)
+        session = _session(scope, pk, StudySession.Mode.STUDY)
+        data = SessionGradeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        card = _card(scope, data.validated_data["card"])
+        services.study_session_grade(
+            session=session,
+            card=card,
+            grade=data.validated_data["grade"],
+            user=request.user,
+            expected_version=data.validated_data.get("version"),
+        )
+        session.refresh_from_db()
+        return Response(_session_payload(session, scope))
+
+
+class SessionFinishView(APIView):
+    @extend_schema(
+        request=None, responses=SessionOutput, tags=["review"], summary="Finish a study session now"
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        scope = Scope.of(request)
+        session = services.study_session_finish(
+            session=_session(scope, pk, StudySession.Mode.STUDY)
+        )
+        return Response(_session_payload(session, scope))
+
+
+class CramStartView(APIView):
+    @extend_schema(
+        request=CramStartInput,
+        responses={201: SessionOutput},
+        tags=["review"],
+        summary="Cram a deck or chosen cards in random order; nothing is rescheduled",
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        data = CramStartInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        session = services.cram_start(
+            namespace=_namespace(scope, d["namespace"]),
+            user=request.user,
+            deck=d.get("deck"),
+            card_ids=d.get("cards"),
+            seed=d.get("seed"),
+            ceiling=scope.ceiling,
+        )
+        return Response(_session_payload(session, scope), status=status.HTTP_201_CREATED)
+
+
+class CramDetailView(APIView):
+    @extend_schema(responses=SessionOutput, tags=["review"], summary="A cram session")
+    def get(self, request: Request, pk: int) -> Response:
+        scope = Scope.of(request)
+        return Response(_session_payload(_session(scope, pk, StudySession.Mode.CRAM), scope))
+
+
+class CramAnswerView(APIView):
+    @extend_schema(
+        request=CramAnswerInput,
+        responses=SessionOutput,
+        tags=["review"],
+        summary="Record correct or incorrect for a cram card",
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        scope = Scope.of(request)
+        session = _session(scope, pk, StudySession.Mode.CRAM)
+        data = CramAnswerInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        card = _card(scope, data.validated_data["card"])
+        services.cram_answer(session=session, card=card, correct=data.validated_data["correct"])
+        session.refresh_from_db()
+        return Response(_session_payload(session, scope))
+
+
+class CramFinishView(APIView):
+    @extend_schema(
+        request=None,
+        responses=SessionOutput,
+        tags=["review"],
+        summary="Finish a cram session and get its score (X/Y, per deck)",
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        scope = Scope.of(request)
+        session = _session(scope, pk, StudySession.Mode.CRAM)
+        services.cram_finish(session=session)
+        session.refresh_from_db()
+        return Response(_session_payload(session, scope))
+
+
+class StatsView(APIView):
+    @extend_schema(
+        parameters=[StatsQuery],
+        responses=StatsOutput,
+        tags=["review"],
+        summary="Cards, retention, streak, reviews per day and the 14-day forecast",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        query = StatsQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        namespace = _namespace(scope, q["namespace"])
+        tz = _tz(q.get("tz"))
+        stats = selectors.review_statistics(
+            namespace=namespace, tz=tz, deck=q.get("deck"), ceiling=scope.ceiling
+        )
+        decks = selectors.deck_statistics(namespace=namespace, tz=tz, ceiling=scope.ceiling)
+        c = stats.cards
+        return Response(
+            {
+                "total": c.total,
+                "due_today": c.due_today,
+                "learned": c.learned,
+                "new": c.new,
+                "new_available_today": c.new_available_today,
+                "reviews": stats.reviews,
+                "retention": stats.retention,
+                "reviews_last_30_days": stats.reviews_last_30_days,
+                "retention_last_30_days": stats.retention_last_30_days,
+                "streak": stats.streak,
+                "reviews_per_day": [
+                    {"date": d.isoformat(), "reviews": n} for d, n in stats.reviews_per_day
+                ],
+                "forecast": [{"date": d.isoformat(), "due": n} for d, n in stats.forecast],
+                "decks": [
+                    {
+                        "deck": s.deck,
+                        "total": s.total,
+                        "due_today": s.due_today,
+                        "learned": s.learned,
+                        "new": s.new,
+                        "new_available_today": s.new_available_today,
+                    }
+                    for s in decks
+                ],
+            }
+        )
