@@ -40,7 +40,7 @@ def test_the_api_conforms_to_its_schema_and_never_fails(live_server, user, tmp_p
             "--checks",
             "not_a_server_error,response_schema_conformance",
             "--max-examples",
-            os.environ.get("SCHEMATHESIS_EXAMPLES", "15"),
+            os.environ.get("SCHEMATHESIS_EXAMPLES", "10"),
             "--phases",
             "examples,coverage,fuzzing",
             "--seed",
