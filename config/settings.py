@@ -320,7 +320,7 @@ if SIGNATURE_BITS % 64:
 RECALL_FUSION = env.choice("RECALL_FUSION", "penalty", ("penalty", "rrf"))
 RECALL_RRF_K = env.int("RECALL_RRF_K", 60, minimum=1)
 RECALL_CANDIDATE_CAP = env.int("RECALL_CANDIDATE_CAP", 200, minimum=10, maximum=5000)
-RECALL_MATCH_BUDGET = env.int("RECALL_MATCH_BUDGET", 5000, minimum=100)
+RECALL_MATCH_BUDGET = env.int("RECALL_MATCH_BUDGET", 2000, minimum=100)
 RECALL_MMR_LAMBDA = env.float("RECALL_MMR_LAMBDA", 0.7, minimum=0.0, maximum=1.0)
 RECALL_KEYWORD_BOOST = env.float("RECALL_KEYWORD_BOOST", 0.3, minimum=0.0)
 RECALL_ASSOCIATION_SPREAD = env.float("RECALL_ASSOCIATION_SPREAD", 0.5, minimum=0.0)
@@ -328,6 +328,7 @@ RECALL_EPISODE_BOOST = env.float("RECALL_EPISODE_BOOST", 0.3, minimum=0.0)
 RECALL_EPISODE_WINDOW_MINUTES = env.float("RECALL_EPISODE_WINDOW_MINUTES", 30.0, minimum=0.0)
 RECALL_SIGNATURE_THRESHOLD = env.float("RECALL_SIGNATURE_THRESHOLD", 0.65, minimum=0.5, maximum=1.0)
 RECALL_SIGNATURE_CAP = env.int("RECALL_SIGNATURE_CAP", 5, minimum=0)
+RECALL_SIGNATURE_SCAN_CAP = env.int("RECALL_SIGNATURE_SCAN_CAP", 5_000, minimum=100)
 RECALL_VECTOR_SCAN_CAP = env.int("RECALL_VECTOR_SCAN_CAP", 20_000, minimum=100)
 EMBEDDING_QUERY_BUDGET_MS = env.float("EMBEDDING_QUERY_BUDGET_MS", 250.0, minimum=1.0)
 
@@ -349,13 +350,23 @@ LOGGING = {
 SWEEP_INTERVAL_MINUTES = env.int("SWEEP_INTERVAL_MINUTES", 15, minimum=1, maximum=32767)
 SWEEP_BATCH_SIZE = env.int("SWEEP_BATCH_SIZE", 50_000, minimum=100)
 PURGE_BATCH_SIZE = env.int("PURGE_BATCH_SIZE", 1000, minimum=1)
+# Pause between batches, so other writers get the database between them (SQLite has one
+# writer at a time); 0 in production on PostgreSQL.
+SWEEP_BATCH_PAUSE_SECONDS = env.float("SWEEP_BATCH_PAUSE_SECONDS", 0.0, minimum=0.0, maximum=60.0)
 FORGOTTEN_RETENTION_DAYS = env.float("FORGOTTEN_RETENTION_DAYS", 30.0, minimum=0.0)
 COLD_FLOOR = env.float("COLD_FLOOR", FORGET_THRESHOLD, minimum=0.0)
 if COLD_FLOOR >= PROMOTE_THRESHOLD:
     raise ImproperlyConfigured(
         f"COLD_FLOOR={COLD_FLOOR} must be below PROMOTE_THRESHOLD={PROMOTE_THRESHOLD}."
     )
+# A long-term memory "sits at its floor" when its score is at or below COLD_FLOOR and no
+# recall has reached it (even through an association) for COLD_GRACE_DAYS: a memory
+# reactivated from cold storage stays hot that long before it may go cold again.
+COLD_GRACE_DAYS = env.float("COLD_GRACE_DAYS", 7.0, minimum=0.0)
 ARCHIVE_COLD_AFTER_DAYS = env.float("ARCHIVE_COLD_AFTER_DAYS", 180.0, minimum=0.0)
+# Uses a memory needs before its score alone can promote it. Seed 003 taken literally (0)
+# would promote every memory at the first sweep: a fresh one scores 1.0 >= 0.65.
+PROMOTE_SCORE_MIN_USES = env.int("PROMOTE_SCORE_MIN_USES", 1, minimum=0)
 CORE_MIN_SESSIONS = env.int("CORE_MIN_SESSIONS", 3, minimum=1)
 CORE_MIN_ACCESS_COUNT = env.int("CORE_MIN_ACCESS_COUNT", 5, minimum=0)
 CORE_MIN_STABILITY = env.float("CORE_MIN_STABILITY", 0.5, minimum=0.0, maximum=1.0)

@@ -1,0 +1,123 @@
+"""POST /api/v1/recall: the multi-stage recall pipeline for agents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.auth import Scope
+from memories.models import ApiToken, Memory
+from memories.serializers import StrictSerializer
+from recall.pipeline import ALL_STAGES
+from recall.services import MAX_LIMIT, recall_run
+
+
+class ContextInput(StrictSerializer):
+    hour = serializers.IntegerField(min_value=0, max_value=23, required=False)
+    weekday = serializers.IntegerField(
+        min_value=0, max_value=6, required=False, help_text="0 is Monday."
+    )
+    topic = serializers.CharField(max_length=100, required=False)
+
+
+class RecallInput(StrictSerializer):
+    query = serializers.CharField(max_length=2000)
+    namespaces = serializers.ListField(
+        child=serializers.SlugField(),
+        required=False,
+        max_length=100,
+        help_text="Slugs to search; default every namespace of the token.",
+    )
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=10)
+    topic = serializers.CharField(max_length=100, required=False)
+    tier = serializers.ChoiceField(choices=Memory.Tier.choices, required=False)
+    time_start = serializers.DateTimeField(required=False)
+    time_end = serializers.DateTimeField(required=False)
+    include_expired = serializers.BooleanField(default=False)
+    context = ContextInput(required=False)
+    session_id = serializers.CharField(max_length=100, required=False, default="", allow_blank=True)
+    track = serializers.BooleanField(default=True, help_text="false: read-only recall.")
+    stages = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(ALL_STAGES)),
+        required=False,
+        help_text="Subset of Sf, Se, Ss, S6, S8.",
+    )
+
+
+class RecallOutput(serializers.Serializer):
+    query = serializers.CharField()
+    results = serializers.ListField(child=serializers.DictField())
+    digests = serializers.ListField(child=serializers.DictField())
+    relations = serializers.ListField(child=serializers.DictField())
+    stage_timings = serializers.DictField()
+    warnings = serializers.ListField(child=serializers.CharField())
+    candidates = serializers.IntegerField()
+    duration_ms = serializers.FloatField()
+    event_id = serializers.IntegerField(allow_null=True)
+
+
+def _implicit_reviews(memory_ids: list[int]) -> None:
+    """Seed 000 via issue 7: an agent's successful recall of a due memory is a review."""
+    from django.utils import timezone
+
+    from review.models import Card
+    from review.services import card_grade_implicit, implicit_review_settings
+
+    if not memory_ids or not implicit_review_settings().enabled:
+        return
+    due = Card.objects.filter(memory_id__in=memory_ids, next_review__lte=timezone.now())
+    for card in due.select_related("memory__namespace"):
+        card_grade_implicit(memory=card.memory)
+
+
+class RecallView(APIView):
+    @extend_schema(
+        request=RecallInput,
+        responses=RecallOutput,
+        tags=["recall"],
+        summary="Recall memories: full text, embeddings, signatures, digests, entity graph",
+        description="Results are ranked, diversified (MMR) and explained; each stage reports "
+        "its hits and time. With `track` (default) the results are boosted and counted "
+        "(seeds 001 and 002). A slow or failing embedding provider is a warning, not an error.",
+        examples=[
+            OpenApiExample(
+                "Query",
+                request_only=True,
+                value={
+                    "query": "what database does the project use?",
+                    "limit": 5,
+                    "context": {"hour": 14, "weekday": 2, "topic": "project"},
+                    "session_id": "s-1",
+                },
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        data = RecallInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        d: dict[str, Any] = dict(data.validated_data)
+        namespaces = list(scope.namespaces())
+        wanted = d.pop("namespaces", None)
+        if wanted is not None:
+            by_slug = {ns.slug: ns for ns in namespaces}
+            missing = sorted(set(wanted) - set(by_slug))
+            if missing:
+                raise serializers.ValidationError(
+                    {"namespaces": [f"No such namespace: {', '.join(missing)}."]}
+                )
+            namespaces = [by_slug[slug] for slug in dict.fromkeys(wanted)]
+        if not namespaces:
+            raise serializers.ValidationError({"namespaces": ["This token has no namespace."]})
+        token = request.auth if isinstance(request.auth, ApiToken) else None
+        result = recall_run(
+            namespaces=namespaces, ceiling=scope.ceiling, user=request.user, token=token, **d
+        )
+        if d["track"] and token is not None:
+            _implicit_reviews([hit.memory_id for hit in result.results if not hit.associative])
+        return Response(result.to_dict())

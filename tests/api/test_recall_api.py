@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memories import services
+from memories.models import Classification, Memory
+from recall.models import RecallEvent
+from review.models import Card, ReviewLog
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def agent_ns(user):
+    ns = services.namespace_create(owner=user, name="agent", mode="agent_memory")
+    services.memory_create(
+        namespace=ns,
+        content="The project uses PostgreSQL in production.",
+        topic="project",
+        classification=Classification.PUBLIC,
+    )
+    services.memory_create(namespace=ns, content="Deploys happen on Tuesdays.", topic="ops")
+    services.memory_create(
+        namespace=ns,
+        content="The PostgreSQL superuser password is hunter2",
+        topic="project",
+        classification=Classification.RESTRICTED,
+    )
+    return ns
+
+
+def test_it_recalls_explains_and_tracks(user, agent_ns, make_token, api):
+    _, secret = make_token(user, namespaces=[agent_ns])
+    response = api(secret).post(
+        "/api/v1/recall",
+        {"query": "which database, postgresql?", "session_id": "s1"},
+        format="json",
+    )
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    contents = [hit["content"] for hit in body["results"]]
+    assert contents[0] == "The project uses PostgreSQL in production."
+    assert "hunter2" not in str(body)  # restricted is above the token's ceiling
+    assert "Sf" in body["stage_timings"] and "Sf" in body["results"][0]["stages"]
+    assert "final_score" in body["results"][0]["explanation"]
+    memory = Memory.objects.get(content__startswith="The project uses")
+    assert (memory.recall_count, memory.session_ids) == (1, ["s1"])
+    event = RecallEvent.objects.get(pk=body["event_id"])
+    assert event.result_ids[0] == memory.pk
+
+
+def test_track_false_changes_nothing(user, agent_ns, make_token, api):
+    _, secret = make_token(user, namespaces=[agent_ns])
+    api(secret).post("/api/v1/recall", {"query": "postgresql", "track": False}, format="json")
+    assert Memory.objects.filter(recall_count__gt=0).count() == 0
+
+
+def test_other_users_namespaces_and_bad_input(user, other_user, agent_ns, make_token, api):
+    _, theirs = make_token(other_user)
+    response = api(theirs).post(
+        "/api/v1/recall", {"query": "postgresql", "namespaces": [agent_ns.slug]}, format="json"
+    )
+    assert response.status_code == 400
+    assert "namespaces" in response.json()["error"]["fields"]
+    services.namespace_create(owner=other_user, name="Mine")
+    response = api(theirs).post("/api/v1/recall", {"query": "postgresql"}, format="json")
+    assert response.status_code == 200 and response.json()["results"] == []
+    _, mine = make_token(user)
+    for payload, field in [
+        ({"query": ""}, "query"),
+        ({"query": "x", "limit": 0}, "limit"),
+        ({"query": "x", "stages": ["S9"]}, "stages"),
+        ({"query": "x", "context": {"hour": 25}}, "context"),
+        ({"query": "x", "colour": 1}, "colour"),
+    ]:
+        response = api(mine).post("/api/v1/recall", payload, format="json")
+        assert response.status_code == 400 and field in response.json()["error"]["fields"]
+
+
+def test_a_recall_of_a_due_memory_counts_as_an_implicit_review(user, namespace, make_token, api):
+    memory = services.memory_create(namespace=namespace, content="Kyoto has 1600 temples")
+    Card.objects.filter(memory=memory).update(
+        next_review=timezone.now() - timedelta(days=1), repetitions=1, interval_days=1
+    )
+    _, secret = make_token(user, namespaces=[namespace])
+    api(secret).post("/api/v1/recall", {"query": "kyoto temples"}, format="json")
+    log = ReviewLog.objects.get(card__memory=memory)
+    assert (log.source, log.grade) == ("implicit", 4)
+    card = Card.objects.get(memory=memory)
+    assert card.next_review > timezone.now()

@@ -1,0 +1,79 @@
+"""The LoCoMo evaluation command on a small fixture written for the suite."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from memories.models import Association, Memory, Namespace
+from recall.management.commands.eval_recall import (
+    evidence_ids,
+    load_conversation,
+    parse_session_date,
+    percentile,
+)
+
+FIXTURE = Path(__file__).parent / "fixtures" / "locomo_small.json"
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_prints_recall_at_k_overall_per_category_and_latency(tmp_path):
+    out = StringIO()
+    report = tmp_path / "figures.json"
+    call_command("eval_recall", str(FIXTURE), "--k", "1,3", "--json", str(report), stdout=out)
+    text = out.getvalue()
+    assert "2 conversations, 11 memories, 7 questions (categories 1-4)" in text
+    assert "overall     recall@1" in text
+    for category in (1, 2, 3, 4):
+        assert f"category {category} (n=" in text
+    assert "latency ms  p50" in text
+    figures = json.loads(report.read_text())
+    assert set(figures["recall"]) == {"1", "3"}
+    assert figures["recall"]["3"] >= 0.7
+    assert figures["recall"]["1"] <= figures["recall"]["3"]
+
+
+def test_it_removes_its_namespaces_and_tracks_nothing():
+    call_command("eval_recall", str(FIXTURE), stdout=StringIO())
+    assert not Namespace.objects.exists()
+    assert not Memory.objects.exists()
+
+
+def test_it_keeps_the_namespaces_when_asked():
+    call_command("eval_recall", str(FIXTURE), "--keep", stdout=StringIO())
+    assert Namespace.objects.count() == 2
+    assert Memory.objects.filter(recall_count__gt=0).count() == 0
+
+
+def test_it_loads_one_memory_per_turn_linked_to_its_neighbours(user):
+    item = json.loads(FIXTURE.read_text())[0]
+    namespace, dia_of = load_conversation(item, owner=user, captions=True)
+    assert sorted(dia_of.values()) == sorted(
+        ["D1:1", "D1:2", "D1:3", "D1:4", "D2:1", "D2:2", "D2:3", "D2:4"]
+    )
+    cello = Memory.objects.get(pk=next(k for k, v in dia_of.items() if v == "D1:4"))
+    assert cello.content.startswith("Ben: I started learning the cello")
+    assert cello.content.endswith("[shares a photo of a cello leaning against a bookshelf]")
+    assert cello.keywords == ["Ben"]
+    assert cello.created_at.isoformat().startswith("2024-03-03T09:15:03")
+    # Session 1: 3 next-turn + 2 skip-turn links; session 2 the same; none across sessions.
+    assert Association.objects.filter(namespace=namespace).count() == 10
+
+
+def test_it_parses_session_dates_and_packed_evidence():
+    assert parse_session_date("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00+00:00"
+    assert parse_session_date("someday") is None
+    assert evidence_ids(["D8:6; D9:17", "D1:2"]) == ["D8:6", "D9:17", "D1:2"]
+    assert percentile([1.0, 2.0, 3.0, 4.0, 100.0], 0.5) == 3.0
+
+
+def test_it_rejects_a_file_without_questions(tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    with pytest.raises(CommandError):
+        call_command("eval_recall", str(empty), stdout=StringIO())
