@@ -306,3 +306,72 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"Revoked {count} tokens.", messages.SUCCESS)
+
+
+# --- Background work (issue 6) ----------------------------------------------------------
+
+from memories.models import BackgroundRun  # noqa: E402
+
+
+@admin.register(BackgroundRun)
+class BackgroundRunAdmin(admin.ModelAdmin):
+    """What each background run did; written by the tasks, read-only here."""
+
+    list_display = [
+        "started_at",
+        "kind",
+        "namespace",
+        "status",
+        "duration",
+        "summary",
+        "attempt",
+    ]
+    list_filter = ["kind", "status", "started_at"]
+    search_fields = ["error", "task_id", "namespace__slug"]
+    list_select_related = ["namespace"]
+    date_hierarchy = "started_at"
+    readonly_fields = [
+        "kind",
+        "namespace",
+        "status",
+        "started_at",
+        "finished_at",
+        "duration",
+        "counts",
+        "error",
+        "task_id",
+        "attempt",
+    ]
+    fields = readonly_fields
+
+    SUMMARY_KEYS = (
+        "promoted",
+        "core",
+        "forgotten",
+        "cold",
+        "archived",
+        "purged",
+        "reviewed",
+        "cards_created",
+        "digests_written",
+        "embedded",
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    @admin.display(description="duration")
+    def duration(self, run: BackgroundRun) -> str:
+        seconds = run.duration_seconds
+        return "—" if seconds is None else f"{seconds:.2f} s"
+
+    @admin.display(description="what it did")
+    def summary(self, run: BackgroundRun) -> str:
+        if run.status == BackgroundRun.Status.FAILED:
+            return (run.error.splitlines() or [""])[0][:120]
+        counts = run.counts or {}
+        parts = [f"{key} {counts[key]}" for key in self.SUMMARY_KEYS if counts.get(key)]
+        return ", ".join(parts) or "nothing to do"

@@ -166,6 +166,25 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
     def unexpired(self, now) -> MemoryQuerySet:
         return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
 
+    def containing(self, text: str) -> MemoryQuerySet:
+        """Memories whose folded text contains `text`, through each engine's trigram index."""
+        from django.db import connection
+
+        from memories.text import fold
+
+        needle = fold(text)
+        if connection.vendor == "sqlite" and len(needle) >= 3:
+            phrase = '"' + needle.replace('"', '""') + '"'
+            matching = Memory.objects.extra(
+                where=[
+                    "memories_memory.id IN (SELECT rowid FROM memories_memory_trgm "
+                    "WHERE memories_memory_trgm MATCH %s)"
+                ],
+                params=[f"search_text : {phrase}"],
+            ).values("pk")
+            return self.filter(pk__in=matching)
+        return self.filter(search_text__contains=needle)
+
 
 class Memory(models.Model):
     """One remembered fact, event or procedure, with the signals that rank and age it."""
@@ -498,3 +517,53 @@ class ApiToken(models.Model):
 
     def is_usable(self, now) -> bool:
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+class BackgroundRun(models.Model):
+    """One run of a background task (sweep, simulated recall, digests, embedding backfill)."""
+
+    class Kind(models.TextChoices):
+        SWEEP = "sweep", "Decay sweep"
+        SIMULATED_RECALL = "simulated_recall", "Simulated recall"
+        DIGESTS = "digests", "Consolidation digests"
+        EMBEDDING_BACKFILL = "embedding_backfill", "Embedding backfill"
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        OK = "ok", "OK"
+        FAILED = "failed", "Failed"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    namespace = models.ForeignKey(
+        Namespace,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="background_runs",
+        help_text="Empty: the run covered every namespace.",
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.RUNNING)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # What the run did: {"promoted": 3, "forgotten": 12, ...}; keys depend on the kind.
+    counts = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    # The django-q2 task id (empty when run from a command), and which attempt this was.
+    task_id = models.CharField(max_length=64, blank=True)
+    attempt = models.PositiveSmallIntegerField(default=1)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            models.Index(fields=["kind", "started_at"], name="bgrun_kind_started"),
+            models.Index(fields=["status", "started_at"], name="bgrun_status_started"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.started_at:%Y-%m-%d %H:%M} {self.status}"
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()

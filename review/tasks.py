@@ -1,0 +1,24 @@
+"""django-q2 tasks of the review app: thin, recorded, retried (see memories.tasks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memories.models import BackgroundRun
+from memories.tasks import enqueue, run_recorded
+
+
+def simulated_recall(namespace_id: int | None = None) -> dict[str, Any]:
+    """Scheduled: the simulated recall worker over agent namespaces (seed 000)."""
+    from review.worker import simulated_recall_run
+
+    return run_recorded(
+        BackgroundRun.Kind.SIMULATED_RECALL,
+        lambda: simulated_recall_run(namespace=namespace_id).counts(),
+        namespace_id=namespace_id,
+    )
+
+
+def simulated_recall_enqueue(*, namespace_id: int | None = None) -> None:
+    """Ask the worker for a simulated recall pass after the current transaction commits."""
+    enqueue("review.tasks.simulated_recall", namespace_id)
