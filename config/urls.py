@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path
-from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 api_v1 = [
@@ -18,8 +17,7 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
-    # The dashboard arrives with its own issue; until then the admin is the home page.
-    path("", RedirectView.as_view(pattern_name="admin:index", permanent=False), name="home"),
+    path("", include("config.web_urls")),
 ]
 
 handler400 = "config.api.handler400"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -211,7 +210,7 @@ class MemoryListView(APIView):
         if "created_before" in f:
             memories = memories.filter(created_at__lt=f["created_before"])
         if f.get("q"):
-            memories = _text_filter(memories, f["q"])
+            memories = memories.containing(f["q"])
         return _paginate(request, self, memories, s.MemoryOutput, now=timezone.now())
 
     @extend_schema(
@@ -232,22 +231,6 @@ class MemoryListView(APIView):
             namespace=namespace, actor=request.user, source=_source(request), **fields
         )
         return Response(s.MemoryOutput(memory).data, status=status.HTTP_201_CREATED)
-
-
-def _text_filter(memories: QuerySet[Memory], text: str) -> QuerySet[Memory]:
-    """Memories whose folded text contains `text`, through the trigram index of each engine."""
-    needle = fold(text)
-    if connection.vendor == "sqlite" and len(needle) >= 3:
-        phrase = '"' + needle.replace('"', '""') + '"'
-        matching = Memory.objects.extra(
-            where=[
-                "memories_memory.id IN (SELECT rowid FROM memories_memory_trgm "
-                "WHERE memories_memory_trgm MATCH %s)"
-            ],
-            params=[f"search_text : {phrase}"],
-        ).values("pk")
-        return memories.filter(pk__in=matching)
-    return memories.filter(search_text__contains=needle)
 
 
 class MemoryBulkView(APIView):

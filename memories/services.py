@@ -210,6 +210,10 @@ def memory_update(
     if {"content", "content_original", "keywords"} & set(changed):
         _derive(locked)
         update_fields += ["search_text", "search_original", "signature"]
+    if "content" in changed and locked.embedding is not None:
+        # The vector described the old text; the backfill embeds the new one.
+        locked.embedding, locked.embedding_model = None, ""
+        update_fields += ["embedding", "embedding_model"]
     locked.save(update_fields=update_fields)
     _record(
         memory=locked,

@@ -81,6 +81,11 @@ def recall_run(
     )
     enrich(result.results)
     with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # A crash may lose the last few recall events and boosts, never corrupt them;
+            # not waiting for the WAL flush keeps the commit off the request's critical path.
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit = off")
         if track and result.results:
             _track(result.results, now=now, session_id=session_id, user=user)
         result.duration_ms = (time.perf_counter() - started) * 1000

@@ -194,3 +194,15 @@ def test_null_characters_are_refused_on_every_engine(namespace, field):
     with pytest.raises(ValidationError) as error:
         services.memory_create(namespace=namespace, **fields)
     assert field in error.value.message_dict
+
+
+def test_changing_the_content_drops_the_stale_embedding(make_memory):
+    memory = make_memory("Old text")
+    Memory.objects.filter(pk=memory.pk).update(embedding=b"\x00" * 16, embedding_model="m")
+    memory.refresh_from_db()
+    services.memory_update(memory=memory, changes={"topic": "kept"})
+    memory.refresh_from_db()
+    assert memory.embedding is not None
+    services.memory_update(memory=memory, changes={"content": "New text"})
+    memory.refresh_from_db()
+    assert memory.embedding is None and memory.embedding_model == ""

@@ -1,0 +1,315 @@
+"""Dashboard forms for memories, namespaces and tokens.
+
+Fields come from the models (fields_for_model), so choices, lengths and formats are the
+models' own; the rules (ranges, required reasons, unique slugs, token scopes) are checked
+once, by the services, whose ValidationError is put back on the form with
+add_service_errors.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.forms.models import fields_for_model
+from django.utils import timezone
+
+from memories.models import ApiToken, Memory, Namespace
+from memories.services import EDITABLE_FIELDS, NAMESPACE_EDITABLE_FIELDS
+
+DATETIME_LOCAL = "%Y-%m-%dT%H:%M"
+
+
+class DateTimeLocalInput(forms.DateTimeInput):
+    input_type = "datetime-local"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(format=DATETIME_LOCAL, **kwargs)
+
+
+class DashboardForm(forms.Form):
+    """A form whose labels have no trailing colon (the dashboard's style)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+
+
+class NamespaceChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: Namespace) -> str:
+        return obj.name
+
+
+def add_service_errors(form: forms.Form, error: ValidationError) -> None:
+    """Show a service's ValidationError on the form: on the named field when the form has
+    it, otherwise at the top."""
+    if hasattr(error, "error_dict"):
+        for field, messages in error.message_dict.items():
+            form.add_error(field if field in form.fields else None, messages)
+    else:
+        form.add_error(None, error.messages)
+
+
+def _model_fields(model, names: tuple[str, ...]) -> dict[str, forms.Field]:
+    widgets = {}
+    for name in names:
+        field = model._meta.get_field(name)
+        if field.get_internal_type() == "DateTimeField":
+            widgets[name] = DateTimeLocalInput()
+        elif field.get_internal_type() == "TextField":
+            widgets[name] = forms.Textarea(attrs={"rows": 6})
+    return fields_for_model(model, fields=list(names), widgets=widgets)
+
+
+class KeywordsField(forms.CharField):
+    """Keywords typed as a comma-separated line, handed on as a list of strings."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return ", ".join(value)
+        return value
+
+    def to_python(self, value: Any) -> list[str]:
+        text = super().to_python(value)
+        return [part.strip() for part in text.split(",") if part.strip()]
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return list(initial or []) != self.to_python(data)
+
+
+def _newlines(value: Any) -> Any:
+    """Browsers send textarea lines as CRLF; memories keep LF."""
+    return value.replace("\r\n", "\n") if isinstance(value, str) else value
+
+
+class MemoryEditForm(DashboardForm):
+    """The editable fields of a memory; the view hands changed_data to memory_update."""
+
+    FIELDS = (
+        "content",
+        "topic",
+        "keywords",
+        "memory_type",
+        "tier",
+        "classification",
+        "strength",
+        "utility",
+        "confidence",
+        "trust",
+        "credibility",
+        "expires_at",
+        "content_original",
+        "language",
+    )
+
+    def __init__(self, *args: Any, memory: Memory, **kwargs: Any) -> None:
+        kwargs.setdefault("initial", {name: getattr(memory, name) for name in self.FIELDS})
+        expires = kwargs["initial"].get("expires_at")
+        if expires is not None:
+            kwargs["initial"]["expires_at"] = timezone.localtime(expires)
+        super().__init__(*args, **kwargs)
+        names = tuple(name for name in self.FIELDS if name != "keywords")
+        generated = _model_fields(Memory, names)
+        generated["keywords"] = KeywordsField(
+            required=False, help_text="Separated by commas.", strip=True
+        )
+        self.fields = {name: generated[name] for name in self.FIELDS}
+        self.fields["content_original"].help_text = "The source-language text, if not English."
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        for name in ("content", "content_original"):
+            data[name] = _newlines(data.get(name))
+        return data
+
+    def changes(self) -> dict[str, Any]:
+        """Only what the person changed, so history records no phantom edits (a field the
+        form trimmed of surrounding whitespace, or a CRLF textarea, is not a change)."""
+        changed = {}
+        for name, value in self.cleaned_data.items():
+            if name not in EDITABLE_FIELDS:
+                continue
+            before = self.initial.get(name)
+            if isinstance(before, str) and isinstance(value, str):
+                if value == _newlines(before).strip():
+                    continue
+            elif isinstance(before, datetime) and isinstance(value, datetime):
+                # datetime-local inputs carry minutes only.
+                if value == before.replace(second=0, microsecond=0):
+                    continue
+            elif value == before or (value in (None, "") and before in (None, "")):
+                continue
+            changed[name] = value
+        return changed
+
+
+class ForgetForm(DashboardForm):
+    # No required=True: the reason rule lives in memory_forget, and its message shows here.
+    reason = forms.CharField(
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "Why forget it? (for example: outdated)"}),
+    )
+
+
+NAMESPACE_CREATE_FIELDS = (
+    "name",
+    "slug",
+    *(name for name in NAMESPACE_EDITABLE_FIELDS if name != "name"),
+)
+
+
+DECAY_FIELDS = {
+    "decay_half_life_days": "half_life_days",
+    "decay_beta": "beta",
+    "decay_power_alpha": "power_alpha",
+    "decay_fast_half_life_days": "fast_half_life_days",
+    "decay_slow_half_life_days": "slow_half_life_days",
+    "decay_fast_weight": "fast_weight",
+}
+
+
+def _default_hints(fields: dict[str, forms.Field], mode: str | None) -> None:
+    """Empty weight and decay fields mean "the default": show it as the placeholder."""
+    defaults = Namespace(mode=mode or Namespace.Mode.PERSONAL)
+    decay = Namespace().decay_params()
+    for name, attribute in DECAY_FIELDS.items():
+        if name in fields:
+            fields[name].widget.attrs["placeholder"] = f"{getattr(decay, attribute):g} (default)"
+    if "decay_model" in fields:
+        fields["decay_model"].choices = [
+            ("", f"Default ({decay.model.replace('_', ' ')})"),
+            *[c for c in fields["decay_model"].choices if c[0]],
+        ]
+    for key, value in defaults.ranking_weights().items():
+        name = f"weight_{key}"
+        if name in fields:
+            hint = f"{value:g} (mode default)" if mode else "the mode's default"
+            fields[name].widget.attrs["placeholder"] = hint
+
+
+class NamespaceCreateForm(DashboardForm):
+    """Name, optional slug, mode and every setting a namespace has."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields = _model_fields(Namespace, NAMESPACE_CREATE_FIELDS)
+        self.fields["slug"].required = False
+        self.fields["slug"].help_text = "Used in the API; made from the name when left empty."
+        _default_hints(self.fields, None)
+
+    def values(self) -> dict[str, Any]:
+        data = dict(self.cleaned_data)
+        if not data.get("slug"):
+            data.pop("slug", None)
+        return data
+
+
+class NamespaceSettingsForm(DashboardForm):
+    """Everything namespace_update may change."""
+
+    def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "initial", {name: getattr(namespace, name) for name in NAMESPACE_EDITABLE_FIELDS}
+        )
+        super().__init__(*args, **kwargs)
+        self.fields = _model_fields(Namespace, NAMESPACE_EDITABLE_FIELDS)
+        _default_hints(self.fields, namespace.mode)
+
+    def changes(self) -> dict[str, Any]:
+        return {name: self.cleaned_data[name] for name in self.changed_data}
+
+
+class TokenForm(DashboardForm):
+    """A new API token: name, namespaces (or all), access, ceiling and an optional expiry."""
+
+    def __init__(self, *args: Any, owner, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        generated = _model_fields(
+            ApiToken, ("name", "all_namespaces", "access", "ceiling", "expires_at")
+        )
+        namespaces = NamespaceChoiceField(
+            queryset=Namespace.objects.filter(owner=owner).order_by("name"),
+            required=False,
+            to_field_name="slug",
+            widget=forms.CheckboxSelectMultiple,
+            help_text="The namespaces this token may use.",
+        )
+        generated["expires_at"].help_text = "Leave empty for a token that does not expire."
+        self.fields = {
+            "name": generated["name"],
+            "namespaces": namespaces,
+            "all_namespaces": generated["all_namespaces"],
+            "access": generated["access"],
+            "ceiling": generated["ceiling"],
+            "expires_at": generated["expires_at"],
+        }
+
+    def values(self) -> dict[str, Any]:
+        data = dict(self.cleaned_data)
+        data["namespaces"] = list(data.get("namespaces") or [])
+        return data
+
+
+SORTS = {
+    "new": ("-created_at", "-id"),
+    "old": ("created_at", "id"),
+    "used": ("-last_used_at", "-id"),
+    "uses": ("-use_count", "-id"),
+    "strength": ("-strength", "-id"),
+    "utility": ("-utility", "-id"),
+    "topic": ("topic", "-created_at", "-id"),
+}
+SORT_CHOICES = [
+    ("new", "Newest"),
+    ("old", "Oldest"),
+    ("used", "Recently used"),
+    ("uses", "Most used"),
+    ("strength", "Strongest"),
+    ("utility", "Most useful"),
+    ("topic", "Topic"),
+]
+ANY = [("", "Any")]
+
+
+class MemoryFilterForm(DashboardForm):
+    """The memory list's filters and sort, read from the query string."""
+
+    q = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Text",
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "Words in the memory"}),
+    )
+    namespace = forms.ChoiceField(required=False)
+    topic = forms.CharField(required=False, max_length=100)
+    status = forms.ChoiceField(
+        required=False,
+        choices=[("", "Not forgotten"), *Memory.Status.choices, ("any", "Any status")],
+    )
+    tier = forms.ChoiceField(required=False, choices=ANY + Memory.Tier.choices)
+    memory_type = forms.ChoiceField(
+        required=False, choices=ANY + Memory.MemoryType.choices, label="Type"
+    )
+    classification = forms.TypedChoiceField(
+        required=False,
+        coerce=int,
+        empty_value=None,
+        choices=[
+            ("", "Any"),
+            *((str(v), label) for v, label in Memory._meta.get_field("classification").choices),
+        ],
+    )
+    sort = forms.ChoiceField(required=False, choices=SORT_CHOICES)
+
+    def __init__(self, *args: Any, namespaces: list[Namespace], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["namespace"].choices = [("", "All namespaces")] + [
+            (ns.slug, ns.name) for ns in namespaces
+        ]
+
+    def filters(self) -> dict[str, Any]:
+        """The valid filters only: a bad value in one field does not empty the list."""
+        self.is_valid()
+        return {name: value for name, value in self.cleaned_data.items() if value not in ("", None)}

@@ -1,0 +1,516 @@
+"""Dashboard pages for memories, namespaces and tokens.
+
+Function views. Every read goes through the person's Scope (all of their namespaces, at
+every classification), so another user's ids answer 404; every write calls one service of
+memories.services. With an HX-Request a view answers with the named partial of its page
+({% partialdef %}) instead of the whole page.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.messages import get_messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db import connection
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.cache import add_never_cache_headers, patch_vary_headers
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from memories import services
+from memories.auth import Scope
+from memories.decay import decay_curve
+from memories.forms import (
+    SORTS,
+    ForgetForm,
+    MemoryEditForm,
+    MemoryFilterForm,
+    NamespaceCreateForm,
+    NamespaceSettingsForm,
+    TokenForm,
+    add_service_errors,
+)
+from memories.models import ApiToken, Memory, MemoryEvent, Namespace
+from memories.plots import Threshold, decay_curve_svg
+from recall.models import RecallEvent
+from review.models import Card, ReviewLog
+
+PAGE_SIZE = 25
+HISTORY_LIMIT = 50
+# The home page's histogram: bins of 0.05 from 0 to 1, the last one holding every score
+# of 1 or more (uses and strength lift scores above 1).
+HISTOGRAM_BIN_WIDTH = 0.05
+HISTOGRAM_BINS = 21
+DASHBOARD_SOURCE = "dashboard"
+
+
+# --- Helpers shared by the dashboard's views -------------------------------------------
+
+
+def scope_of(request: HttpRequest) -> Scope:
+    """The logged-in person's scope (every namespace, every classification), once a request."""
+    scope = getattr(request, "_engram_scope", None)
+    if scope is None:
+        scope = Scope(user=request.user, token=None)
+        request._engram_scope = scope
+    return scope
+
+
+def render_page(
+    request: HttpRequest,
+    template: str,
+    context: dict[str, Any],
+    *,
+    partial: str | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The whole page, or only its `partial` for an htmx request (not a history restore,
+    which needs the whole page back)."""
+    htmx = getattr(request, "htmx", None)
+    if partial and htmx and not htmx.history_restore_request:
+        response = render(request, f"{template}#{partial}", context, status=status)
+        if len(get_messages(request)):
+            # Messages live outside the partial: swap them in out of band.
+            oob = render_to_string("_messages.html", {"oob": True}, request)
+            response.content += oob.encode()
+    else:
+        response = render(request, template, context, status=status)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def safe_next(request: HttpRequest, default: str) -> str:
+    """Where to go after a POST: the form's `next` if it is a path on this site."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return default
+
+
+def see_other(url: str) -> HttpResponseRedirect:
+    """303 after a POST, so a reload does not post again."""
+    response = HttpResponseRedirect(url)
+    response.status_code = 303
+    return response
+
+
+def decay_thresholds() -> list[Threshold]:
+    """Seed 003's lifecycle thresholds, as the settings set them."""
+    return [
+        Threshold(settings.FORGET_THRESHOLD, "forget", "forget"),
+        Threshold(settings.REVIEW_DANGER_ZONE_MIN, "review", "review"),
+        Threshold(settings.REVIEW_DANGER_ZONE_MAX, "review", "review"),
+        Threshold(settings.PROMOTE_THRESHOLD, "promote", "promote"),
+    ]
+
+
+def decay_histogram(namespace_ids: list[int], now: datetime) -> list[int]:
+    """Live memories of these namespaces counted by decay score, in one grouped query.
+
+    The score is computed in the database by the decay sweep's own SQL (each memory with
+    its namespace's decay model), so the formula is written once and no row reaches Python.
+    """
+    from memories.sweep import SweepConfig, params_cte, scored_memories_sql
+
+    counts = [0] * HISTOGRAM_BINS
+    if not namespace_ids:
+        return counts
+    p_sql, p_params = params_cte(SweepConfig.from_settings(), now)
+    marks = ", ".join(["%s"] * len(namespace_ids))
+    scored = scored_memories_sql(where=f"m.namespace_id IN ({marks}) AND m.status IN (%s, %s)")
+    last = HISTOGRAM_BINS - 1
+    if connection.vendor == "postgresql":
+        bucket = f"LEAST(CAST(FLOOR(score / %s) AS integer), {last})"
+    else:
+        bucket = f"MIN(CAST(score / %s AS INTEGER), {last})"
+    sql = f"WITH {p_sql}, {scored} SELECT {bucket} AS bucket, COUNT(*) FROM scored GROUP BY 1"
+    params = [
+        *p_params,
+        *namespace_ids,
+        Memory.Status.ACTIVE.value,
+        Memory.Status.PROMOTED.value,
+        HISTOGRAM_BIN_WIDTH,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for bucket_index, count in cursor.fetchall():
+            counts[max(0, min(int(bucket_index), last))] += count
+    return counts
+
+
+def _card_of(memory: Memory) -> Card | None:
+    try:
+        return memory.card
+    except Card.DoesNotExist:
+        return None
+
+
+def _event_changes(event: MemoryEvent) -> list[tuple[str, Any, Any]]:
+    """(field, before, after) for each value an event recorded after it."""
+    if event.kind == MemoryEvent.Kind.CREATED:
+        return []  # the whole memory; its current state is on the page
+    before = event.before if isinstance(event.before, dict) else {}
+    after = event.after if isinstance(event.after, dict) else {}
+    return [(key, before.get(key), value) for key, value in after.items()]
+
+
+def _memory(request: HttpRequest, pk: int) -> Memory:
+    return get_object_or_404(
+        scope_of(request).memories().select_related("namespace", "card"), pk=pk
+    )
+
+
+# --- Memories ----------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def memory_list(request: HttpRequest) -> HttpResponse:
+    """Memories of every namespace, filtered, sorted and paginated."""
+    scope = scope_of(request)
+    namespaces = list(scope.namespaces().order_by("name"))
+    form = MemoryFilterForm(request.GET or None, namespaces=namespaces)
+    f = form.filters() if request.GET else {}
+    memories = scope.memories().select_related("namespace", "card")
+    if "namespace" in f:
+        memories = memories.filter(namespace__slug=f["namespace"])
+    status = f.get("status")
+    if status is None:
+        memories = memories.exclude(status=Memory.Status.FORGOTTEN)
+    elif status != "any":
+        memories = memories.filter(status=status)
+    for name in ("topic", "tier", "memory_type", "classification"):
+        if name in f:
+            memories = memories.filter(**{name: f[name]})
+    if f.get("q"):
+        memories = memories.containing(f["q"])
+    sort = f.get("sort", "new")
+    memories = memories.order_by(*SORTS[sort])
+    page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
+    now = timezone.now()
+    params = {ns.pk: ns.decay_params() for ns in namespaces}
+    rows = [
+        {
+            "memory": memory,
+            "score": memory.decay_score(now, params[memory.namespace_id]),
+            "card": _card_of(memory),
+        }
+        for memory in page
+    ]
+    context = {"form": form, "page": page, "rows": rows, "sort": sort, "now": now}
+    return render_page(request, "memories/memory_list.html", context, partial="results")
+
+
+@require_GET
+@login_required
+def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A memory: content, metadata, schedule, history, recalls, links and its decay curve."""
+    scope = scope_of(request)
+    memory = _memory(request, pk)
+    now = timezone.now()
+    card = _card_of(memory)
+    params = memory.namespace.decay_params()
+    points = decay_curve(
+        use_count=memory.use_count,
+        last_used_at=memory.last_used_at,
+        strength=memory.strength,
+        now=now,
+        params=params,
+        days=30,
+    )
+    events = [
+        {"event": event, "changes": _event_changes(event)}
+        for event in MemoryEvent.objects.filter(memory_ref=memory.pk).select_related("actor")[
+            :HISTORY_LIMIT
+        ]
+    ]
+    reviews = list(ReviewLog.objects.filter(card=card).select_related("user")[:20]) if card else []
+    stamps = []
+    for stamp in memory.recall_timestamps or []:
+        try:
+            stamps.append(datetime.fromisoformat(stamp))
+        except (TypeError, ValueError):
+            continue
+    # recall_run stamps the memory and its RecallEvent with the same `now`.
+    recalls = (
+        list(
+            RecallEvent.objects.filter(
+                namespace_id__in=scope.namespace_ids, created_at__in=stamps
+            ).select_related("token")[:20]
+        )
+        if stamps
+        else []
+    )
+    context = {
+        "memory": memory,
+        "card": card,
+        "score": memory.decay_score(now, params),
+        "curve": decay_curve_svg(points, thresholds=decay_thresholds()),
+        "events": events,
+        "reviews": reviews,
+        "recalls": recalls,
+        "recall_stamps": sorted(stamps, reverse=True),
+        "links_out": list(memory.links_out.select_related("target")),
+        "links_in": list(memory.links_in.select_related("source")),
+        "relations": list(memory.relations.select_related("subject", "object")),
+        "forget_form": ForgetForm(),
+        "now": now,
+    }
+    return render_page(request, "memories/memory_detail.html", context)
+
+
+@require_GET
+@login_required
+def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    memory = _memory(request, pk)
+    form = MemoryEditForm(memory=memory)
+    next_url = safe_next(request, reverse("memory-detail", args=[memory.pk]))
+    return render_page(
+        request, "memories/memory_edit.html", {"memory": memory, "form": form, "next": next_url}
+    )
+
+
+@require_POST
+@login_required
+def memory_update(request: HttpRequest, pk: int) -> HttpResponse:
+    memory = _memory(request, pk)
+    form = MemoryEditForm(request.POST, memory=memory)
+    next_url = safe_next(request, reverse("memory-detail", args=[memory.pk]))
+    if form.is_valid():
+        try:
+            services.memory_update(
+                memory=memory, changes=form.changes(), actor=request.user, source=DASHBOARD_SOURCE
+            )
+        except ValidationError as error:
+            add_service_errors(form, error)
+        else:
+            messages.success(request, "Memory saved.")
+            return see_other(next_url)
+    return render_page(
+        request,
+        "memories/memory_edit.html",
+        {"memory": memory, "form": form, "next": next_url},
+    )
+
+
+@require_POST
+@login_required
+def memory_forget(request: HttpRequest, pk: int) -> HttpResponse:
+    memory = _memory(request, pk)
+    form = ForgetForm(request.POST)
+    form.is_valid()
+    try:
+        services.memory_forget(
+            memory=memory,
+            reason=form.cleaned_data.get("reason", ""),
+            actor=request.user,
+            source=DASHBOARD_SOURCE,
+        )
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, "Memory forgotten. It can be restored until it is purged.")
+    return see_other(safe_next(request, reverse("memory-detail", args=[memory.pk])))
+
+
+@require_POST
+@login_required
+def memory_restore(request: HttpRequest, pk: int) -> HttpResponse:
+    memory = _memory(request, pk)
+    restored = services.memory_restore(memory=memory, actor=request.user, source=DASHBOARD_SOURCE)
+    messages.success(request, f"Memory restored ({restored.get_status_display().lower()}).")
+    return see_other(safe_next(request, reverse("memory-detail", args=[memory.pk])))
+
+
+@require_POST
+@login_required
+def memory_boost(request: HttpRequest, pk: int) -> HttpResponse:
+    """Count a use and strengthen the memory (x1.1, capped), as an agent's touch would."""
+    memory = _memory(request, pk)
+    touched = services.memory_touch(
+        memory=memory, boost_strength=True, actor=request.user, source=DASHBOARD_SOURCE
+    )
+    messages.success(
+        request, f"Boosted: strength {touched.strength:.2f}, {touched.use_count} uses."
+    )
+    return see_other(safe_next(request, reverse("memory-detail", args=[memory.pk])))
+
+
+# --- Namespaces --------------------------------------------------------------------------
+
+
+def _namespace_rows(scope: Scope) -> list[dict[str, Any]]:
+    namespaces = list(scope.namespaces().order_by("name"))
+    by_status: dict[int, dict[str, int]] = {}
+    rows = (
+        Memory.objects.filter(namespace_id__in=scope.namespace_ids)
+        .values("namespace_id", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in rows:
+        by_status.setdefault(row["namespace_id"], {})[row["status"]] = row["n"]
+    cards = dict(
+        Card.objects.filter(namespace_id__in=scope.namespace_ids)
+        .values("namespace_id")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("namespace_id", "n")
+    )
+    return [
+        {
+            "namespace": ns,
+            "live": sum(
+                by_status.get(ns.pk, {}).get(s, 0)
+                for s in (Memory.Status.ACTIVE, Memory.Status.PROMOTED)
+            ),
+            "forgotten": by_status.get(ns.pk, {}).get(Memory.Status.FORGOTTEN, 0),
+            "archived": by_status.get(ns.pk, {}).get(Memory.Status.ARCHIVED, 0),
+            "cards": cards.get(ns.pk, 0),
+        }
+        for ns in namespaces
+    ]
+
+
+def _namespace_page(request: HttpRequest, form: NamespaceCreateForm) -> HttpResponse:
+    context = {"rows": _namespace_rows(scope_of(request)), "form": form}
+    return render_page(request, "memories/namespace_list.html", context)
+
+
+@require_GET
+@login_required
+def namespace_list(request: HttpRequest) -> HttpResponse:
+    return _namespace_page(request, NamespaceCreateForm())
+
+
+@require_POST
+@login_required
+def namespace_create(request: HttpRequest) -> HttpResponse:
+    form = NamespaceCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            namespace = services.namespace_create(owner=request.user, **form.values())
+        except ValidationError as error:
+            add_service_errors(form, error)
+        else:
+            messages.success(request, f"Namespace “{namespace.name}” created.")
+            return see_other(reverse("namespace-detail", args=[namespace.slug]))
+    return _namespace_page(request, form)
+
+
+def _namespace(request: HttpRequest, slug: str) -> Namespace:
+    return get_object_or_404(scope_of(request).namespaces(), slug=slug)
+
+
+def _namespace_detail_page(
+    request: HttpRequest, namespace: Namespace, form: NamespaceSettingsForm
+) -> HttpResponse:
+    counts = dict(
+        Memory.objects.filter(namespace=namespace)
+        .values("status")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("status", "n")
+    )
+    context = {
+        "namespace": namespace,
+        "form": form,
+        "counts": [(label, counts.get(value, 0)) for value, label in Memory.Status.choices],
+        "weights": namespace.ranking_weights(),
+        "decay": namespace.decay_params(),
+    }
+    return render_page(request, "memories/namespace_detail.html", context)
+
+
+@require_GET
+@login_required
+def namespace_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    namespace = _namespace(request, slug)
+    return _namespace_detail_page(request, namespace, NamespaceSettingsForm(namespace=namespace))
+
+
+@require_POST
+@login_required
+def namespace_update(request: HttpRequest, slug: str) -> HttpResponse:
+    namespace = _namespace(request, slug)
+    form = NamespaceSettingsForm(request.POST, namespace=namespace)
+    if form.is_valid():
+        try:
+            services.namespace_update(namespace=namespace, changes=form.changes())
+        except ValidationError as error:
+            add_service_errors(form, error)
+        else:
+            messages.success(request, "Settings saved.")
+            return see_other(reverse("namespace-detail", args=[namespace.slug]))
+    return _namespace_detail_page(request, namespace, form)
+
+
+# --- Tokens ------------------------------------------------------------------------------
+
+
+def _token_page(
+    request: HttpRequest,
+    form: TokenForm,
+    *,
+    created: ApiToken | None = None,
+    secret: str = "",
+) -> HttpResponse:
+    tokens = ApiToken.objects.filter(owner=request.user).prefetch_related("namespaces")
+    context = {
+        "form": form,
+        "tokens": tokens,
+        "created": created,
+        "secret": secret,
+        "now": timezone.now(),
+        "has_namespaces": bool(scope_of(request).namespace_ids),
+    }
+    response = render_page(request, "memories/token_list.html", context, partial="main")
+    if secret:
+        # The secret is in this response only: no cache may keep a copy.
+        add_never_cache_headers(response)
+    return response
+
+
+@require_GET
+@login_required
+def token_list(request: HttpRequest) -> HttpResponse:
+    return _token_page(request, TokenForm(owner=request.user))
+
+
+@require_POST
+@login_required
+def token_create(request: HttpRequest) -> HttpResponse:
+    """Create a token and show its secret once, in this response (never stored)."""
+    form = TokenForm(request.POST, owner=request.user)
+    if form.is_valid():
+        try:
+            token, secret = services.token_create(owner=request.user, **form.values())
+        except ValidationError as error:
+            add_service_errors(form, error)
+        else:
+            return _token_page(request, TokenForm(owner=request.user), created=token, secret=secret)
+    return _token_page(request, form)
+
+
+@require_POST
+@login_required
+def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    token = get_object_or_404(ApiToken.objects.filter(owner=request.user), pk=pk)
+    services.token_revoke(token=token)
+    messages.success(request, f"Token “{token.name}” revoked.")
+    if getattr(request, "htmx", None):
+        return _token_page(request, TokenForm(owner=request.user))
+    return redirect("token-list")

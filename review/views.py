@@ -1,0 +1,487 @@
+"""Dashboard pages for reviewing: the home page, study sessions and cram.
+
+A study session is one card at a time: each grade is one POST (htmx swaps in the next
+card) that calls review.services.study_session_grade; undo calls card_undo; cram calls
+cram_answer and cram_finish. Reads go through review.selectors inside the person's scope,
+so another user's sessions answer 404. "Today" is settings.TIME_ZONE's date.
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from memories.auth import Scope
+from memories.models import BackgroundRun, MemoryEvent, Namespace
+from memories.plots import decay_histogram_svg, forecast_svg, reviews_per_day_svg
+from memories.views import (
+    HISTOGRAM_BIN_WIDTH,
+    decay_histogram,
+    decay_thresholds,
+    render_page,
+    scope_of,
+    see_other,
+)
+from review import selectors, services
+from review.api import card_payload
+from review.forms import CramAnswerForm, GradeForm, StartForm
+from review.models import LIVE_STATUSES, Card, ReviewLog, StudySession
+from review.sm2 import Button
+
+BUTTONS = (
+    (Button.AGAIN, "again", "1", "Again"),
+    (Button.HARD, "hard", "2", "Hard"),
+    (Button.GOOD, "good", "3", "Good"),
+    (Button.EASY, "easy", "4", "Easy"),
+)
+RECENT_RUNS = 6
+SWEEP_WINDOW_DAYS = 7
+# Counts of a run worth showing, in this order; other numeric counts follow.
+RUN_COUNT_ORDER = ("promoted", "core", "forgotten", "cold", "archived", "purged")
+RUN_COUNT_HIDDEN = {"duration_seconds", "batches", "examined", "runs_pruned"}
+
+
+def user_tz() -> zoneinfo.ZoneInfo:
+    """Where "today" is: the server's TIME_ZONE (docs/dashboard.md)."""
+    return zoneinfo.ZoneInfo(settings.TIME_ZONE)
+
+
+def format_interval(days: float) -> str:
+    """A button's next interval, as Anki labels it: 10 min, 5 h, 6 d, 2.1 mo, 1.3 y."""
+    if days < 1 / 24:
+        return f"{max(1, round(days * 1440))} min"
+    if days < 1:
+        return f"{round(days * 24)} h"
+    if days < 31:
+        return f"{round(days)} d"
+    if days < 365:
+        return f"{days / 30:.1f} mo"
+    return f"{days / 365:.1f} y"
+
+
+def deck_overview(scope: Scope, tz: zoneinfo.ZoneInfo, now: datetime) -> list[dict[str, Any]]:
+    """Per namespace, its decks with cards due today and new cards still allowed today."""
+    overview = []
+    for namespace in scope.namespaces().order_by("name"):
+        decks = selectors.deck_statistics(
+            namespace=namespace, tz=tz, now=now, ceiling=scope.ceiling
+        )
+        overview.append(
+            {
+                "namespace": namespace,
+                "decks": decks,
+                "due": sum(d.due_today for d in decks),
+                "new": sum(d.new_available_today for d in decks),
+                "total": sum(d.total for d in decks),
+            }
+        )
+    return overview
+
+
+def _active_sessions(request: HttpRequest, mode: str) -> list[StudySession]:
+    return list(
+        StudySession.objects.filter(
+            namespace_id__in=scope_of(request).namespace_ids,
+            user=request.user,
+            mode=mode,
+            status=StudySession.Status.ACTIVE,
+        ).select_related("namespace")[:10]
+    )
+
+
+# --- Home --------------------------------------------------------------------------------
+
+
+def _run_counts(run: BackgroundRun) -> list[tuple[str, Any]]:
+    counts = run.counts or {}
+    ordered = [name for name in RUN_COUNT_ORDER if counts.get(name)]
+    ordered += [
+        name
+        for name, value in counts.items()
+        if name not in RUN_COUNT_ORDER
+        and name not in RUN_COUNT_HIDDEN
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and value
+    ]
+    return [(name.replace("_", " "), counts[name]) for name in ordered]
+
+
+def _background(request: HttpRequest, now: datetime) -> dict[str, Any]:
+    """The last runs that touched the person's namespaces, and what the sweep did to them."""
+    from memories.sweep import EVENT_SOURCE
+
+    ids = scope_of(request).namespace_ids
+    runs = list(
+        BackgroundRun.objects.filter(Q(namespace__isnull=True) | Q(namespace_id__in=ids))
+        .select_related("namespace")
+        .order_by("-started_at", "-id")[:RECENT_RUNS]
+    )
+    # A run over every namespace counts other people's memories too: staff only.
+    rows = [
+        {
+            "run": run,
+            "counts": _run_counts(run)
+            if run.namespace_id is not None or request.user.is_staff
+            else [],
+        }
+        for run in runs
+    ]
+    since = now - timedelta(days=SWEEP_WINDOW_DAYS)
+    swept = MemoryEvent.objects.filter(
+        namespace_id__in=ids, source=EVENT_SOURCE, created_at__gte=since
+    )
+    by_kind = dict(swept.values("kind").annotate(n=Count("id")).order_by().values_list("kind", "n"))
+    changes = [
+        (label, by_kind.get(kind, 0), status)
+        for kind, label, status in (
+            (MemoryEvent.Kind.PROMOTED, "promoted", "promoted"),
+            (MemoryEvent.Kind.FORGOTTEN, "forgotten", "forgotten"),
+            (MemoryEvent.Kind.COLD, "moved to cold storage", ""),
+            (MemoryEvent.Kind.ARCHIVED, "archived", "archived"),
+        )
+    ]
+    latest = list(swept.select_related("memory").order_by("-created_at", "-id")[:6])
+    return {"runs": rows, "changes": changes, "latest": latest, "days": SWEEP_WINDOW_DAYS}
+
+
+def _stats_context(
+    scope: Scope, namespace: Namespace | None, tz: zoneinfo.ZoneInfo, now: datetime
+) -> dict[str, Any]:
+    if namespace is None:
+        return {"selected": None}
+    stats = selectors.review_statistics(namespace=namespace, tz=tz, now=now, ceiling=scope.ceiling)
+    counts = decay_histogram([namespace.pk], now)
+    return {
+        "selected": namespace,
+        "stats": stats,
+        "reviews_today": stats.reviews_per_day[-1][1] if stats.reviews_per_day else 0,
+        "reviews_plot": reviews_per_day_svg(stats.reviews_per_day),
+        "forecast_plot": forecast_svg(stats.forecast),
+        "histogram_plot": decay_histogram_svg(
+            counts, bin_width=HISTOGRAM_BIN_WIDTH, thresholds=decay_thresholds()
+        ),
+        "memories_scored": sum(counts),
+    }
+
+
+@require_GET
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    """Due cards per namespace and deck, statistics and plots, the last background runs."""
+    scope = scope_of(request)
+    tz, now = user_tz(), timezone.now()
+    overview = deck_overview(scope, tz, now)
+    wanted = request.GET.get("namespace")
+    selected = next((row["namespace"] for row in overview if row["namespace"].slug == wanted), None)
+    if selected is None and overview:
+        busiest = max(overview, key=lambda row: (row["due"] + row["new"], -overview.index(row)))
+        selected = busiest["namespace"]
+    context = {
+        "overview": overview,
+        "active": _active_sessions(request, StudySession.Mode.STUDY),
+        "background": _background(request, now),
+        "today": timezone.localtime(now, tz).date(),
+        **_stats_context(scope, selected, tz, now),
+    }
+    return render_page(request, "review/home.html", context, partial="stats")
+
+
+# --- Study sessions ----------------------------------------------------------------------
+
+
+def _session(request: HttpRequest, pk: int, mode: str) -> StudySession:
+    return get_object_or_404(
+        StudySession.objects.filter(
+            namespace_id__in=scope_of(request).namespace_ids, user=request.user, mode=mode
+        ).select_related("namespace"),
+        pk=pk,
+    )
+
+
+def _start(request: HttpRequest) -> tuple[Namespace, str | None] | None:
+    form = StartForm(request.POST)
+    if not form.is_valid():
+        return None
+    namespace = get_object_or_404(
+        scope_of(request).namespaces(), slug=form.cleaned_data["namespace"]
+    )
+    deck = form.cleaned_data["deck"] if "deck" in request.POST else None
+    return namespace, deck
+
+
+@require_GET
+@login_required
+def review_index(request: HttpRequest) -> HttpResponse:
+    """Pick what to study: sessions to resume and every deck with its due and new cards."""
+    context = {
+        "overview": deck_overview(scope_of(request), user_tz(), timezone.now()),
+        "active": _active_sessions(request, StudySession.Mode.STUDY),
+    }
+    return render_page(request, "review/index.html", context)
+
+
+@require_POST
+@login_required
+def review_start(request: HttpRequest) -> HttpResponse:
+    """Snapshot today's queue (all decks or one) into a new study session."""
+    picked = _start(request)
+    if picked is None:
+        messages.error(request, "Choose a namespace to study.")
+        return see_other(reverse("review-index"))
+    namespace, deck = picked
+    session = services.study_session_start(
+        namespace=namespace,
+        tz=user_tz(),
+        user=request.user,
+        deck=deck,
+        ceiling=scope_of(request).ceiling,
+    )
+    return see_other(reverse("review-session", args=[session.pk]))
+
+
+def _card_context(card: Card, namespace: Namespace, now: datetime) -> dict[str, Any]:
+    payload = card_payload(card, namespace, now=now)
+    return {
+        "card": card,
+        "memory": card.memory,
+        "payload": payload,
+        "live": card.memory.status in LIVE_STATUSES,
+        "buttons": [
+            {
+                "grade": int(button),
+                "name": name,
+                "key": key,
+                "label": label,
+                "interval": format_interval(payload["preview"][name]),
+            }
+            for button, name, key, label in BUTTONS
+        ],
+    }
+
+
+def _study_context(
+    request: HttpRequest, session: StudySession, *, error: str = ""
+) -> dict[str, Any]:
+    now = timezone.now()
+    progress = selectors.study_session_progress(session=session)
+    item = progress.next_item
+    context: dict[str, Any] = {
+        "session": session,
+        "progress": progress,
+        "item": item,
+        "error": error,
+        "position": min(progress.done + 1, progress.total),
+        "percent": round(100 * progress.done / progress.total) if progress.total else 100,
+        "can_undo": ReviewLog.objects.filter(
+            session=session, user=request.user, undone_at__isnull=True
+        ).exists(),
+    }
+    if item is not None:
+        context.update(_card_context(item.card, session.namespace, now))
+    else:
+        grades = dict(
+            session.items.filter(first_grade__isnull=False)
+            .values("first_grade")
+            .annotate(n=Count("id"))
+            .order_by()
+            .values_list("first_grade", "n")
+        )
+        context["grades"] = [(label, grades.get(int(button), 0)) for button, _, _, label in BUTTONS]
+        stats = selectors.review_statistics(
+            namespace=session.namespace, tz=user_tz(), now=now, ceiling=scope_of(request).ceiling
+        )
+        context["stats"] = stats
+        context["reviews_today"] = stats.reviews_per_day[-1][1] if stats.reviews_per_day else 0
+    return context
+
+
+def _study_response(
+    request: HttpRequest, session: StudySession, *, error: str = ""
+) -> HttpResponse:
+    """The card partial for htmx; otherwise back to the session page (303)."""
+    if getattr(request, "htmx", None):
+        return render_page(
+            request,
+            "review/session.html",
+            _study_context(request, session, error=error),
+            partial="card",
+        )
+    if error:
+        messages.error(request, error)
+    return see_other(reverse("review-session", args=[session.pk]))
+
+
+@require_GET
+@login_required
+def review_session(request: HttpRequest, pk: int) -> HttpResponse:
+    session = _session(request, pk, StudySession.Mode.STUDY)
+    return render_page(
+        request, "review/session.html", _study_context(request, session), partial="card"
+    )
+
+
+@require_POST
+@login_required
+def review_grade(request: HttpRequest, pk: int) -> HttpResponse:
+    """Grade the shown card: its first grade here reschedules it, below Good it comes back."""
+    session = _session(request, pk, StudySession.Mode.STUDY)
+    form = GradeForm(request.POST)
+    if not form.is_valid():
+        return _study_response(request, session, error="Choose Again, Hard, Good or Easy.")
+    card = get_object_or_404(
+        Card.objects.filter(namespace_id=session.namespace_id).select_related(
+            "memory", "namespace"
+        ),
+        pk=form.cleaned_data["card"],
+    )
+    error = ""
+    try:
+        services.study_session_grade(
+            session=session,
+            card=card,
+            grade=form.cleaned_data["grade"],
+            user=request.user,
+            expected_version=form.cleaned_data["version"],
+        )
+    except services.ReviewError as exc:
+        error = exc.message
+    session.refresh_from_db()
+    return _study_response(request, session, error=error)
+
+
+@require_POST
+@login_required
+def review_undo(request: HttpRequest, pk: int) -> HttpResponse:
+    """Undo this session's last grade that set a schedule; its card comes back first."""
+    session = _session(request, pk, StudySession.Mode.STUDY)
+    log = (
+        ReviewLog.objects.filter(session=session, user=request.user, undone_at__isnull=True)
+        .select_related("card")
+        .order_by("-id")
+        .first()
+    )
+    error = ""
+    if log is None:
+        error = "There is no grade to undo in this session."
+    else:
+        try:
+            services.card_undo(card=log.card, user=request.user)
+        except services.ReviewError as exc:
+            error = exc.message
+    session.refresh_from_db()
+    return _study_response(request, session, error=error)
+
+
+@require_POST
+@login_required
+def review_finish(request: HttpRequest, pk: int) -> HttpResponse:
+    session = _session(request, pk, StudySession.Mode.STUDY)
+    services.study_session_finish(session=session)
+    return _study_response(request, session)
+
+
+# --- Cram --------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def cram_index(request: HttpRequest) -> HttpResponse:
+    """Pick a deck to cram: every card of it in random order, nothing rescheduled."""
+    context = {
+        "overview": deck_overview(scope_of(request), user_tz(), timezone.now()),
+        "active": _active_sessions(request, StudySession.Mode.CRAM),
+    }
+    return render_page(request, "review/cram_index.html", context)
+
+
+@require_POST
+@login_required
+def cram_start(request: HttpRequest) -> HttpResponse:
+    picked = _start(request)
+    if picked is None:
+        messages.error(request, "Choose a deck to cram.")
+        return see_other(reverse("cram-index"))
+    namespace, deck = picked
+    try:
+        session = services.cram_start(
+            namespace=namespace, user=request.user, deck=deck, ceiling=scope_of(request).ceiling
+        )
+    except services.ReviewError as exc:
+        messages.error(request, exc.message)
+        return see_other(reverse("cram-index"))
+    return see_other(reverse("cram-session", args=[session.pk]))
+
+
+def _cram_context(session: StudySession, *, error: str = "") -> dict[str, Any]:
+    progress = selectors.study_session_progress(session=session)
+    item = progress.next_item
+    context: dict[str, Any] = {
+        "session": session,
+        "progress": progress,
+        "item": item,
+        "error": error,
+        "position": min(progress.done + 1, progress.total),
+        "percent": round(100 * progress.done / progress.total) if progress.total else 100,
+    }
+    if item is not None:
+        context.update(_card_context(item.card, session.namespace, timezone.now()))
+    else:
+        context["score"] = selectors.cram_score(session=session)
+    return context
+
+
+def _cram_response(request: HttpRequest, session: StudySession, *, error: str = "") -> HttpResponse:
+    if getattr(request, "htmx", None):
+        return render_page(
+            request, "review/cram_session.html", _cram_context(session, error=error), partial="card"
+        )
+    if error:
+        messages.error(request, error)
+    return see_other(reverse("cram-session", args=[session.pk]))
+
+
+@require_GET
+@login_required
+def cram_session(request: HttpRequest, pk: int) -> HttpResponse:
+    session = _session(request, pk, StudySession.Mode.CRAM)
+    return render_page(request, "review/cram_session.html", _cram_context(session), partial="card")
+
+
+@require_POST
+@login_required
+def cram_answer(request: HttpRequest, pk: int) -> HttpResponse:
+    """Record correct or incorrect; after the last card the session ends with its score."""
+    session = _session(request, pk, StudySession.Mode.CRAM)
+    form = CramAnswerForm(request.POST)
+    if not form.is_valid():
+        return _cram_response(request, session, error="Answer correct or incorrect.")
+    error = ""
+    try:
+        services.cram_answer(
+            session=session, card=form.cleaned_data["card"], correct=form.cleaned_data["correct"]
+        )
+    except services.ReviewError as exc:
+        error = exc.message
+    if session.is_active and selectors.study_session_progress(session=session).remaining == 0:
+        services.cram_finish(session=session)
+    return _cram_response(request, session, error=error)
+
+
+@require_POST
+@login_required
+def cram_finish(request: HttpRequest, pk: int) -> HttpResponse:
+    session = _session(request, pk, StudySession.Mode.CRAM)
+    services.cram_finish(session=session)
+    return _cram_response(request, session)

@@ -1,0 +1,83 @@
+/* Engram dashboard: keyboard shortcuts on review and cram cards, copy-to-clipboard, and
+   focus after htmx swaps. No inline scripts anywhere, so a strict CSP stays possible;
+   every page also works without this file (forms post, links navigate). */
+(function () {
+  "use strict";
+
+  function typing(target) {
+    return target.closest && target.closest("input, textarea, select, [contenteditable]");
+  }
+
+  function visible(element) {
+    return element && !element.disabled && !element.closest("details:not([open])") &&
+      element.getClientRects().length > 0;
+  }
+
+  /* On a card ([data-hotkeys]): space or enter reveal the answer; then any button with a
+     data-key attribute answers to that key (1-4 grade, u undo, ...). */
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+    if (typing(event.target)) return;
+    var card = document.querySelector("[data-hotkeys]");
+    if (!card) return;
+    var answer = card.querySelector("details.answer");
+    if ((event.key === " " || event.key === "Enter") && answer && !answer.open) {
+      // A focused summary, button or link handles its own activation.
+      if (event.target.closest("summary, button, a")) return;
+      event.preventDefault();
+      reveal(answer);
+      return;
+    }
+    var key = event.key.length === 1 ? event.key.toLowerCase() : "";
+    if (!key) return;
+    var buttons = card.querySelectorAll('[data-key="' + key + '"]');
+    for (var i = 0; i < buttons.length; i++) {
+      if (visible(buttons[i])) {
+        event.preventDefault();
+        buttons[i].click();
+        return;
+      }
+    }
+  });
+
+  function reveal(answer) {
+    answer.open = true;
+    var content = answer.querySelector(".content");
+    if (content) content.focus({ preventScroll: false });
+  }
+
+  /* Copy buttons: data-copy="#id" copies that element's text. */
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-copy]");
+    if (!button) return;
+    var source = document.querySelector(button.getAttribute("data-copy"));
+    if (!source) return;
+    var text = source.textContent.trim();
+    var done = function () {
+      var label = button.getAttribute("data-copied") || "Copied";
+      var original = button.textContent;
+      button.textContent = label;
+      setTimeout(function () { button.textContent = original; }, 2000);
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () { select(source); });
+    } else {
+      select(source);
+    }
+  });
+
+  /* Without the clipboard API (plain http), select the text for Ctrl+C. */
+  function select(element) {
+    var range = document.createRange();
+    range.selectNodeContents(element);
+    var selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+  }
+
+  /* After htmx swaps in a new card, move focus to it so screen readers announce it. */
+  document.addEventListener("htmx:afterSettle", function () {
+    var focus = document.querySelector("[data-autofocus]");
+    if (focus) focus.focus({ preventScroll: true });
+  });
+})();

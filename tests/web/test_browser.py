@@ -1,0 +1,373 @@
+"""The dashboard in a real browser: Debian's Chromium driven by Playwright against the live
+test server. Each test fails on any console error; screenshots of every page land in
+test-artifacts/screenshots/ (git-ignored) for people to look at."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import urllib.error
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from memories import services
+from memories.models import Namespace
+from review.models import Card, ReviewLog, StudySession
+from review.services import card_ensure
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+]
+
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = Path(settings.BASE_DIR) / "test-artifacts" / "screenshots"
+PASSWORD = "pw-ada-12345"  # tests/conftest.py's user
+TIMEOUT_MS = 15_000
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    # Playwright's sync API runs an event loop in this thread; the ORM calls of the tests
+    # are still synchronous, so Django's async-safety check must stand aside.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    playwright = playwright_api.sync_playwright().start()
+    browser = playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        headless=True,
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+        ],
+    )
+    yield browser
+    browser.close()
+    playwright.stop()
+    if previous is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+class Console:
+    """Console errors and uncaught exceptions of a page; `allow` lists expected ones."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.allow: list[re.Pattern[str]] = []
+
+    def unexpected(self) -> list[str]:
+        return [e for e in self.errors if not any(p.search(e) for p in self.allow)]
+
+
+@pytest.fixture
+def console() -> Console:
+    return Console()
+
+
+def _new_page(browser, console: Console, **context_options):
+    context = browser.new_context(**context_options)
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    page.on("console", lambda msg: msg.type == "error" and console.errors.append(msg.text))
+    page.on("pageerror", lambda error: console.errors.append(f"uncaught: {error}"))
+    return context, page
+
+
+@pytest.fixture
+def page(browser, console, live_server):
+    context, page = _new_page(
+        browser, console, viewport={"width": 1280, "height": 900}, base_url=live_server.url
+    )
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    yield page
+    context.close()
+    assert console.unexpected() == [], console.unexpected()
+
+
+def shot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def log_in(page, username: str = "ada", password: str = PASSWORD) -> None:
+    page.goto("/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(re.compile(r"/$"))
+
+
+def stat(page, name: str) -> str:
+    return page.locator(f'#stats [data-stat="{name}"]').inner_text().strip()
+
+
+@pytest.fixture
+def study(user) -> Namespace:
+    """A personal namespace with three cards due and two decks."""
+    namespace = services.namespace_create(owner=user, name="Study", mode="personal")
+    past = timezone.now() - timedelta(days=2)
+    facts = [
+        ("geo", "Paris is the capital of France."),
+        ("geo", "Canberra is the capital of Australia."),
+        ("art", "The Night Watch was painted by Rembrandt."),
+    ]
+    for topic, content in facts:
+        memory = services.memory_create(namespace=namespace, content=content, topic=topic)
+        card = card_ensure(memory=memory)
+        Card.objects.filter(pk=card.pk).update(
+            next_review=past, interval_days=1, repetitions=1, first_reviewed_at=past
+        )
+    return namespace
+
+
+def test_it_logs_in_and_reviews_three_due_cards_with_the_keyboard(page, study, user):
+    page.goto("/")
+    page.wait_for_url(re.compile(r"/accounts/login/"))
+    shot(page, "login")
+    log_in(page)
+    assert stat(page, "due-today") == "3"
+    assert stat(page, "reviews-today") == "0"
+    shot(page, "home")
+
+    page.get_by_role("button", name="Study all of Study").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/review/\d+/$"))
+    progress = page.locator("[data-progress]")
+    for number in (1, 2, 3):
+        assert progress.inner_text() == f"Card {number} of 3"
+        answer = page.locator("details.answer")
+        assert not answer.evaluate("el => el.open")
+        if number == 1:
+            shot(page, "review-question")
+        page.keyboard.press("Space")
+        assert answer.evaluate("el => el.open")
+        if number == 1:
+            shot(page, "review-answer")
+        page.keyboard.press("3")  # Good
+        if number < 3:
+            page.wait_for_function(
+                "n => document.querySelector('[data-progress]').innerText === `Card ${n} of 3`",
+                arg=number + 1,
+            )
+    summary = page.locator("[data-summary]")
+    summary.wait_for()
+    assert summary.locator('[data-stat="reviews-today"]').inner_text() == "3"
+    assert summary.locator('[data-stat="due-today"]').inner_text() == "0"
+    shot(page, "review-summary")
+    assert ReviewLog.objects.filter(undone_at__isnull=True, user=user).count() == 3
+
+    # Undo the last grade: the card comes back, and its schedule is restored.
+    page.keyboard.press("u")
+    page.locator("details.answer").wait_for()
+    assert progress.inner_text() == "Card 3 of 3"
+    undone = ReviewLog.objects.get(undone_at__isnull=False)
+    assert Card.objects.get(pk=undone.card_id).next_review < timezone.now()
+    page.keyboard.press("Enter")
+    page.keyboard.press("4")  # Easy this time
+    summary.wait_for()
+
+    page.goto("/")
+    assert stat(page, "reviews-today") == "3"
+    assert stat(page, "due-today") == "0"
+    assert stat(page, "streak") == "1"
+    shot(page, "home-after-review")
+
+
+def test_it_crams_a_deck_without_touching_the_schedule(page, study, user):
+    before = list(Card.objects.order_by("pk").values())
+    logs = ReviewLog.objects.count()
+    log_in(page)
+    page.goto("/cram/")
+    shot(page, "cram-index")
+    page.get_by_role("button", name="Cram geo").click()
+    page.wait_for_url(re.compile(r"/cram/\d+/$"))
+    progress = page.locator("[data-progress]")
+    assert progress.inner_text() == "Card 1 of 2"
+    shot(page, "cram-question")
+    page.keyboard.press("Space")
+    shot(page, "cram-answer")
+    page.keyboard.press("2")  # correct
+    page.wait_for_function(
+        "() => document.querySelector('[data-progress]').innerText === 'Card 2 of 2'"
+    )
+    page.keyboard.press("Space")
+    page.keyboard.press("1")  # incorrect
+    score = page.locator("[data-score]")
+    score.wait_for()
+    assert score.inner_text() == "1/2"
+    assert page.locator('[data-deck-score="geo"]').inner_text().split() == ["geo", "1", "2", "2"]
+    shot(page, "cram-score")
+
+    assert list(Card.objects.order_by("pk").values()) == before
+    assert ReviewLog.objects.count() == logs
+    session = StudySession.objects.get(mode=StudySession.Mode.CRAM)
+    assert session.status == StudySession.Status.FINISHED
+
+
+def test_it_searches_as_you_type_and_opens_a_result(page, user):
+    namespace = services.namespace_create(owner=user, name="Work", mode="agent_memory")
+    services.memory_create(
+        namespace=namespace,
+        content="The project uses PostgreSQL 15 in production.",
+        topic="project",
+        keywords=["database"],
+    )
+    services.memory_create(namespace=namespace, content="Deploys happen on Tuesdays.", topic="ops")
+    log_in(page)
+    page.goto("/search/")
+    page.locator("input[name=q]").press_sequentially("postgresql production", delay=30)
+    result = page.locator("[data-result]").first
+    result.wait_for()
+    page.wait_for_url(re.compile(r"q=postgresql(\+|%20)production"))
+    assert page.locator("[data-result] mark").count() >= 2
+    assert page.locator('[data-stage="Sf"]').is_visible()
+    shot(page, "search")
+
+    shared = page.url
+    page.goto(shared)  # the URL alone reproduces the search
+    page.locator("[data-result]").first.wait_for()
+
+    page.locator("[data-result] h3 a").first.click()
+    page.wait_for_url(re.compile(r"/memories/\d+/$"))
+    assert "PostgreSQL 15" in page.locator("[data-content]").inner_text()
+    assert page.locator("svg.plot-curve").count() == 1
+    shot(page, "memory-detail")
+
+
+def _api_status(url: str, secret: str) -> int:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {secret}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            json.load(response)
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_it_creates_a_token_uses_it_and_revokes_it(page, live_server, user, console):
+    services.namespace_create(owner=user, name="Agent", mode="agent_memory")
+    log_in(page)
+    page.goto("/tokens/")
+    page.fill("#id_name", "agent-42")
+    page.get_by_label("Agent").check()
+    page.select_option("#id_access", "write")
+    page.get_by_role("button", name="Create token").click()
+    secret_box = page.locator("[data-secret]")
+    secret_box.wait_for()
+    secret = secret_box.inner_text().strip()
+    assert secret.startswith("eng_")
+    page.get_by_role("button", name="Copy").click()
+    page.get_by_role("button", name="Copied ✓").wait_for()
+    assert page.evaluate("navigator.clipboard.readText()") == secret
+    shot(page, "token-created")
+
+    memories_url = f"{live_server.url}/api/v1/memories"
+    assert _api_status(memories_url, secret) == 200
+    page.goto("/tokens/")
+    assert page.locator("[data-secret]").count() == 0  # shown once only
+    assert "ago" in page.locator("[data-token]").first.inner_text()  # last used
+
+    page.get_by_role("button", name="Revoke agent-42").click()
+    page.locator("[data-token] .badge-bad").wait_for()
+    shot(page, "tokens")
+    assert _api_status(memories_url, secret) == 401
+
+
+def test_a_second_user_cannot_open_the_first_users_memory(page, user, other_user, console):
+    namespace = services.namespace_create(owner=user, name="Private", mode="personal")
+    memory = services.memory_create(namespace=namespace, content="Ada's secret plan.")
+    log_in(page, "bob", "pw-bob-12345")
+    console.allow.append(re.compile(r"status of 404"))
+    response = page.goto(f"/memories/{memory.pk}/")
+    assert response.status == 404
+    assert "secret plan" not in page.content()
+    shot(page, "not-found")
+    for url in (f"/memories/{memory.pk}/edit", f"/namespaces/{namespace.slug}/"):
+        assert page.goto(url).status == 404
+
+
+def test_every_page_renders_without_console_errors(page, study, user):
+    memory = study.memories.first()
+    services.token_create(owner=user, name="ci", namespaces=[study], access="read")
+    log_in(page)
+    pages = {
+        "memories": "/memories/",
+        "memories-filtered": "/memories/?topic=geo&sort=uses",
+        "memory-edit": f"/memories/{memory.pk}/edit",
+        "namespaces": "/namespaces/",
+        "namespace": f"/namespaces/{study.slug}/",
+        "review-index": "/review/",
+        "password": "/accounts/password_change/",
+    }
+    for name, url in pages.items():
+        response = page.goto(url)
+        assert response.status == 200, url
+        shot(page, name)
+    # The filters update the list as one types, and the URL follows.
+    page.goto("/memories/")
+    page.locator("#id_q").press_sequentially("capital", delay=30)
+    page.wait_for_url(re.compile(r"q=capital"))
+    page.wait_for_function("() => document.querySelectorAll('[data-memory]').length === 2")
+
+
+def test_it_fits_a_phone(browser, console, live_server, study):
+    context, page = _new_page(
+        browser,
+        console,
+        viewport={"width": 375, "height": 740},
+        base_url=live_server.url,
+        is_mobile=True,
+        has_touch=True,
+    )
+    try:
+        log_in(page)
+        for name, url in (("phone-home", "/"), ("phone-memories", "/memories/")):
+            page.goto(url)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 375, url
+            shot(page, name)
+        page.goto("/review/")
+        page.get_by_role("button", name="Study all of Study").click()
+        page.get_by_text("Show answer").click()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 375
+        shot(page, "phone-review")
+    finally:
+        context.close()
+    assert console.unexpected() == []
+
+
+def test_it_works_without_javascript(browser, console, live_server, study):
+    context, page = _new_page(browser, console, java_script_enabled=False, base_url=live_server.url)
+    try:
+        log_in(page)
+        page.get_by_role("link", name="Memories").click()
+        page.wait_for_url(re.compile(r"/memories/$"))
+        page.fill("#id_q", "capital")
+        page.get_by_role("button", name="Filter").click()
+        page.wait_for_url(re.compile(r"q=capital"))
+        assert page.locator("[data-memory]").count() == 2
+        page.get_by_role("link", name="Review").click()
+        page.get_by_role("button", name="Study all of Study").click()
+        page.get_by_text("Show answer").click()  # <details> needs no script
+        page.get_by_role("button", name=re.compile(r"^Good")).click()
+        page.wait_for_url(re.compile(r"/review/\d+/$"))
+        assert page.locator("[data-progress]").inner_text() == "Card 2 of 3"
+    finally:
+        context.close()
+    assert ReviewLog.objects.count() == 1
+    assert console.unexpected() == []
