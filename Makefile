@@ -28,6 +28,7 @@ migrate: install
 
 demo: migrate
 	$(PY) manage.py seed_demo
+	$(PY) manage.py setup_schedules
 
 # Web server and django-q2 worker together; Ctrl-C stops both.
 run: demo
