@@ -295,9 +295,7 @@ def test_a_low_ceiling_never_receives_a_higher_memory(user, namespace, make_toke
             client.get("/api/v1/relations").content,
             client.get("/api/v1/consolidations").content,
             client.get(f"/api/v1/memories/{low.pk}/history").content,
-            client.post(
-                "/api/v1/recall", {"query": "fact"}, format="json"
-            ).content,
+            client.post("/api/v1/recall", {"query": "fact"}, format="json").content,
             b"".join(client.get(f"/api/v1/namespaces/{namespace.slug}/export").streaming_content),
         ]
         return b"\n".join(parts).decode()
