@@ -113,7 +113,7 @@ class MemoryAdmin(admin.ModelAdmin):
         (None, {"fields": ["namespace", "content", "content_original", "language", "keywords"]}),
         (
             "Classification",
-            {"fields": ["topic", "memory_type", "tier", "classification", "expires_at"]},
+            {"fields": ["topic", "cue", "memory_type", "tier", "classification", "expires_at"]},
         ),
         (
             "Signals",

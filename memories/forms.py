@@ -90,6 +90,7 @@ class MemoryEditForm(DashboardForm):
     FIELDS = (
         "content",
         "topic",
+        "cue",
         "keywords",
         "memory_type",
         "tier",

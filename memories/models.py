@@ -219,6 +219,11 @@ class Memory(models.Model):
     language = models.CharField(max_length=16, default="en")
     keywords = models.JSONField(default=list, blank=True)
     topic = models.CharField(max_length=100, blank=True)
+    cue = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="The question a review card shows; empty: the topic and the first line.",
+    )
     search_text = models.TextField(blank=True, editable=False)
     search_original = models.TextField(blank=True, editable=False)
 

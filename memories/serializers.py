@@ -104,6 +104,12 @@ class MemoryFieldsMixin(StrictSerializer):
     language = serializers.CharField(required=False, max_length=16)
     keywords = _strings(50)
     topic = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    cue = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=300,
+        help_text="The question its review card shows; default: topic and first line.",
+    )
     memory_type = serializers.ChoiceField(choices=Memory.MemoryType.choices, required=False)
     tier = serializers.ChoiceField(choices=Memory.Tier.choices, required=False)
     classification = ClassificationField(required=False)
@@ -173,6 +179,7 @@ class MemoryOutput(serializers.Serializer):
     language = serializers.CharField()
     keywords = serializers.ListField(child=serializers.CharField())
     topic = serializers.CharField()
+    cue = serializers.CharField()
     memory_type = serializers.CharField()
     tier = serializers.CharField()
     storage = serializers.CharField()

@@ -33,6 +33,7 @@ EDITABLE_FIELDS = (
     "language",
     "keywords",
     "topic",
+    "cue",
     "memory_type",
     "tier",
     "classification",

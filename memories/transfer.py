@@ -56,6 +56,7 @@ MEMORY_FIELDS = (
     "language",
     "keywords",
     "topic",
+    "cue",
     "memory_type",
     "tier",
     "storage",

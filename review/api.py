@@ -180,12 +180,11 @@ def card_payload(
     state = selectors.card_state(card)
     preview = selectors.scheduler_for(namespace).preview(state, now=now)
     memory: Memory = card.memory
-    first_line = memory.content.strip().splitlines()[0] if memory.content.strip() else ""
     return {
         "id": card.pk,
         "memory": card.memory_id,
         "deck": memory.topic,
-        "cue": f"{memory.topic}: {first_line[:120]}" if memory.topic else first_line[:120],
+        "cue": selectors.card_cue(memory),
         "content": memory.content,
         "is_new": card.next_review is None,
         "next_review": card.next_review,

@@ -18,7 +18,7 @@ from django.db.models.expressions import Window
 from django.db.models.functions import Coalesce, RowNumber, TruncDate
 from django.utils import timezone
 
-from memories.models import Namespace
+from memories.models import Memory, Namespace
 from review.models import Card, CardQuerySet, ReviewLog, StudySession, StudySessionItem
 from review.schedulers import CardState, Scheduler, get_scheduler
 from review.sm2 import PASSING_QUALITY, SM2Config
@@ -58,6 +58,15 @@ def local_day_bounds(
 def _day_start(day: date, tz: ZoneInfo) -> datetime:
     # Midnight in tz; zoneinfo resolves DST gaps by fold=0, good enough for a day boundary.
     return datetime.combine(day, time.min, tzinfo=tz)
+
+
+def card_cue(memory: Memory) -> str:
+    """What a review card asks: the memory's own cue, else its topic and first line."""
+    if memory.cue.strip():
+        return memory.cue.strip()
+    text = memory.content.strip()
+    first_line = text.splitlines()[0][:120] if text else ""
+    return f"{memory.topic}: {first_line}" if memory.topic else first_line
 
 
 def card_state(card: Card) -> CardState:

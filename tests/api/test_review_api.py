@@ -147,3 +147,19 @@ def test_memories_of_personal_namespaces_get_cards_on_create_and_bulk(person, na
     person.post("/api/v1/memories", {"namespace": agent.slug, "content": "c"}, format="json")
     assert Card.objects.filter(namespace=namespace).count() == 2
     assert not Card.objects.filter(namespace=agent).exists()
+
+
+def test_an_explicit_cue_replaces_topic_and_first_line(person, namespace):
+    response = person.post(
+        "/api/v1/memories",
+        {
+            "namespace": namespace.slug,
+            "content": "Paris",
+            "topic": "geo",
+            "cue": "Capital of France?",
+        },
+        format="json",
+    )
+    assert response.status_code == 201 and response.json()["cue"] == "Capital of France?"
+    queue = person.get("/api/v1/review/queue", {"namespace": namespace.slug}).json()
+    assert [c["cue"] for c in queue["new"]] == ["Capital of France?"]

@@ -118,3 +118,17 @@ def test_postgres_ranks_content_above_keywords(namespace):
             "'vacuum') ORDER BY ts_rank(search_vector, plainto_tsquery('english', 'vacuum')) DESC"
         )
         assert [row[0] for row in cursor.fetchall()] == [in_content.pk, in_keywords.pk]
+
+
+def test_the_sqlite_triggers_survive_every_migration(db):
+    if connection.vendor != "sqlite":
+        pytest.skip("triggers keep the FTS5 tables in step on SQLite only")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        names = {row[0] for row in cursor.fetchall()}
+    assert names >= {
+        "memories_memory_search_ai",
+        "memories_memory_search_ad",
+        "memories_memory_fts_au",
+        "memories_memory_trgm_au",
+    }
