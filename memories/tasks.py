@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.dispatch import receiver
 from django.utils import timezone
-from django_q.signals import pre_execute
+from django_q.signals import post_execute_in_worker, pre_execute
 
 from memories.models import BackgroundRun, Namespace
 
@@ -35,6 +35,11 @@ _current_task: ContextVar[dict[str, Any] | None] = ContextVar("engram_task", def
 def _remember_task(sender, func=None, task=None, **kwargs) -> None:
     """Keep the running task's id, so its BackgroundRun can name it and count attempts."""
     _current_task.set({"id": task.get("id", ""), "name": task.get("name", "")} if task else None)
+
+
+@receiver(post_execute_in_worker, dispatch_uid="engram-forget-task")
+def _forget_task(sender, **kwargs) -> None:
+    _current_task.set(None)
 
 
 def _attempt(task_id: str) -> int:

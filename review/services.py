@@ -379,7 +379,9 @@ def card_grade(
             now=now,
         )
         # An implicit grade comes from a recall, which already counts as a use.
-        if settings.AUTO_REINFORCE and passed and source != ReviewLog.Source.IMPLICIT:
+        # Only a person's review is a use (seed 003's touch): an agent's recall already
+        # counted as one, and the simulated worker must not keep memories from decaying.
+        if settings.AUTO_REINFORCE and passed and source == ReviewLog.Source.HUMAN:
             memory_touch(memory=memory, actor=user, source=source, now=now)
     _assign(card, {name: getattr(current, name) for name in _STATE_FIELDS})
     return log

@@ -46,7 +46,7 @@ def test_the_sweep_task_records_what_it_did(stale):
     assert run.counts["forgotten"] == counts["forgotten"] == 1
     assert run.counts["examined"] == 1 and "duration_seconds" in run.counts
     assert run.finished_at >= run.started_at and run.duration_seconds >= 0
-    assert run.attempt == 1 and run.error == ""
+    assert run.attempt == 1 and run.error == "" and run.task_id == ""  # not through django-q
 
 
 def test_a_namespace_sweep_names_its_namespace(stale):
@@ -112,6 +112,8 @@ def test_through_django_q_the_task_id_and_attempt_are_recorded(stale):
     assert run.task_id == task_id and run.attempt == 1
     assert Task.objects.get(id=task_id).success
     assert state(stale)[0] == "forgotten"
+    decay_sweep()  # called directly afterwards: no task id left over
+    assert BackgroundRun.objects.latest("id").task_id == ""
 
 
 def test_a_retried_task_counts_its_attempts(db):

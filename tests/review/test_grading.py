@@ -66,12 +66,23 @@ def test_it_counts_a_success_as_a_use_when_auto_reinforce_is_on(make_card, setti
     settings.AUTO_REINFORCE = True
     card = make_card()
 
-    card_grade(card=card, grade=5, source="simulated", now=NOW)
+    card_grade(card=card, grade=5, source="human", now=NOW)
 
     memory = Memory.objects.get(pk=card.memory_id)
     assert memory.use_count == 1
     assert memory.last_used_at == NOW
     assert MemoryEvent.objects.filter(memory=memory, kind="touched").count() == 1
+
+
+def test_a_simulated_success_is_not_a_use(make_card, settings):
+    settings.AUTO_REINFORCE = True
+    card = make_card()
+
+    card_grade(card=card, grade=5, source="simulated", now=NOW)
+
+    memory = Memory.objects.get(pk=card.memory_id)
+    assert memory.use_count == 0
+    assert not MemoryEvent.objects.filter(memory=memory, kind="touched").exists()
 
 
 def test_it_does_not_touch_the_memory_when_auto_reinforce_is_off(make_card, settings):
