@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install-test run serve worker migrate demo test test-fast lint format clean
+.PHONY: install install-test run migrate demo test lint format bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,18 @@ run: demo
 
 test: install-test
 	$(PY) -m pytest
+
+# Whole-service figures (docs/benchmarks.md): SQLite always, PostgreSQL when
+# BENCH_DATABASE_URL is set. BENCH_ARGS adds options, e.g. BENCH_ARGS="--load" (needs wrk).
+BENCH_SIZE ?= 10000
+BENCH_SQLITE_URL ?= sqlite:///var/bench.sqlite3
+bench: install
+	DATABASE_URL=$(BENCH_SQLITE_URL) $(PY) manage.py migrate --no-input
+	DATABASE_URL=$(BENCH_SQLITE_URL) $(PY) manage.py bench --size $(BENCH_SIZE) $(BENCH_ARGS)
+	@if [ -n "$(BENCH_DATABASE_URL)" ]; then \
+	  DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) manage.py migrate --no-input && \
+	  DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) manage.py bench --size $(BENCH_SIZE) $(BENCH_ARGS); \
+	fi
 
 lint: install-test
 	$(VENV)/bin/ruff check .

@@ -1,0 +1,71 @@
+"""Smoke tests of `manage.py bench`: it runs on a tiny corpus and prints one table.
+
+The HTTP figures are left out: the gunicorn it starts cannot see the test database.
+"""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from memories.bench_corpus import CORPUS_SLUG
+from memories.models import Association, Memory, Namespace
+
+
+def _bench(**options) -> str:
+    out = StringIO()
+    call_command(
+        "bench",
+        size=200,
+        only="ingest,recall,queue,size",
+        creates=5,
+        queries=10,
+        queue_runs=3,
+        no_http=True,
+        stdout=out,
+        stderr=StringIO(),
+        **options,
+    )
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_it_prints_one_table_with_every_requested_figure() -> None:
+    table = _bench()
+
+    for row in (
+        "cores",
+        "memories (built now)",
+        "service: memory_create x 5",
+        "service: memory_bulk_create of 1000",
+        "in process p50 / p95 / p99",
+        "stage Sf",
+        "review_queue(limit 50) p50 / p95 / p99",
+        "per 1,000 memories: whole database",
+    ):
+        assert row in table
+    assert "HTTP" not in table
+    corpus = Namespace.objects.get(slug=CORPUS_SLUG)
+    assert Memory.objects.filter(namespace=corpus).count() == 200
+    assert Association.objects.filter(namespace=corpus).exists()
+    # Ingest wrote to a scratch namespace, emptied afterwards.
+    assert Memory.objects.count() == 200
+
+
+@pytest.mark.django_db
+def test_it_reuses_an_unchanged_corpus() -> None:
+    _bench()
+    first = set(Memory.objects.values_list("id", flat=True))
+
+    table = _bench()
+
+    assert "memories (reused)" in table
+    assert set(Memory.objects.values_list("id", flat=True)) == first
+
+
+@pytest.mark.django_db
+def test_it_refuses_an_unknown_part() -> None:
+    with pytest.raises(CommandError, match="Unknown parts"):
+        call_command("bench", size=200, only="recall,nope", stdout=StringIO())
