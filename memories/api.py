@@ -62,14 +62,6 @@ MEMORY_EXAMPLE = OpenApiExample(
 )
 
 
-def _namespace(scope: Scope, slug: str, *, field: str) -> Namespace:
-    """A namespace in scope named in a body or query: unknown ones are a field error."""
-    namespace = scope.namespaces().filter(slug=slug).first()
-    if namespace is None:
-        raise serializers.ValidationError({field: ["No such namespace."]})
-    return namespace
-
-
 def _memory(scope: Scope, pk: int) -> Memory:
     return get_object_or_404(scope.memories().select_related("namespace"), pk=pk)
 
@@ -194,9 +186,7 @@ class MemoryListView(APIView):
         f = params.validated_data
         memories = scope.memories().select_related("namespace")
         if "namespace" in f:
-            memories = memories.filter(
-                namespace=_namespace(scope, f["namespace"], field="namespace")
-            )
+            memories = memories.filter(namespace=scope.namespace(f["namespace"]))
         memories = (
             memories.filter(status=f["status"])
             if "status" in f
@@ -225,7 +215,7 @@ class MemoryListView(APIView):
         data = s.MemoryCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
-        namespace = _namespace(scope, fields.pop("namespace"), field="namespace")
+        namespace = scope.namespace(fields.pop("namespace"))
         _check_ceiling(scope, fields.get("classification"))
         memory = services.memory_create(
             namespace=namespace, actor=request.user, source=_source(request), **fields
@@ -510,7 +500,7 @@ def _params(request: Request) -> dict[str, Any]:
 def _ns_filter(request: Request, scope: Scope, queryset: QuerySet) -> QuerySet:
     slug = _params(request).get("namespace")
     if slug:
-        return queryset.filter(namespace=_namespace(scope, slug, field="namespace"))
+        return queryset.filter(namespace=scope.namespace(slug))
     return queryset
 
 
@@ -549,7 +539,7 @@ class EntityListView(APIView):
         scope = Scope.of(request)
         data = s.EntityInput(data=request.data)
         data.is_valid(raise_exception=True)
-        namespace = _namespace(scope, data.validated_data["namespace"], field="namespace")
+        namespace = scope.namespace(data.validated_data["namespace"])
         entity = services.entity_get_or_create(
             namespace=namespace,
             name=data.validated_data["name"],
@@ -611,7 +601,7 @@ class RelationListView(APIView):
         data = s.RelationInput(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
-        namespace = _namespace(scope, fields.pop("namespace"), field="namespace")
+        namespace = scope.namespace(fields.pop("namespace"))
         memory_id = fields.pop("memory", None)
         memory = None
         if memory_id is not None:

@@ -87,6 +87,15 @@ class Scope:
     def namespaces(self) -> QuerySet[Namespace]:
         return Namespace.objects.filter(pk__in=self.namespace_ids)
 
+    def namespace(self, slug: str, *, field: str = "namespace") -> Namespace:
+        """A namespace in scope named in a body or query; unknown ones are a field error."""
+        from rest_framework import serializers
+
+        namespace = self.namespaces().filter(slug=slug).first()
+        if namespace is None:
+            raise serializers.ValidationError({field: ["No such namespace."]})
+        return namespace
+
     def memories(self) -> QuerySet[Memory]:
         return Memory.objects.filter(
             namespace_id__in=self.namespace_ids, classification__lte=self.ceiling

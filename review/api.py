@@ -197,13 +197,6 @@ def card_payload(
     }
 
 
-def _namespace(scope: Scope, slug: str) -> Namespace:
-    namespace = scope.namespaces().filter(slug=slug).first()
-    if namespace is None:
-        raise serializers.ValidationError({"namespace": ["No such namespace."]})
-    return namespace
-
-
 def _card(scope: Scope, pk: int) -> Card:
     return get_object_or_404(
         Card.objects.filter(namespace_id__in=scope.namespace_ids)
@@ -264,7 +257,7 @@ class QueueView(APIView):
         query = QueueQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         q = query.validated_data
-        namespace = _namespace(scope, q["namespace"])
+        namespace = scope.namespace(q["namespace"])
         now = timezone.now()
         queue = selectors.review_queue(
             namespace=namespace,
@@ -338,7 +331,7 @@ class SessionStartView(APIView):
         data.is_valid(raise_exception=True)
         d = data.validated_data
         session = services.study_session_start(
-            namespace=_namespace(scope, d["namespace"]),
+            namespace=scope.namespace(d["namespace"]),
             tz=_tz(d.get("tz")),
             user=request.user,
             deck=d.get("deck"),
@@ -408,7 +401,7 @@ class CramStartView(APIView):
         data.is_valid(raise_exception=True)
         d = data.validated_data
         session = services.cram_start(
-            namespace=_namespace(scope, d["namespace"]),
+            namespace=scope.namespace(d["namespace"]),
             user=request.user,
             deck=d.get("deck"),
             card_ids=d.get("cards"),
@@ -470,7 +463,7 @@ class StatsView(APIView):
         query = StatsQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         q = query.validated_data
-        namespace = _namespace(scope, q["namespace"])
+        namespace = scope.namespace(q["namespace"])
         tz = _tz(q.get("tz"))
         stats = selectors.review_statistics(
             namespace=namespace, tz=tz, deck=q.get("deck"), ceiling=scope.ceiling
