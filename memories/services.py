@@ -22,7 +22,7 @@ from memories.models import (
     Namespace,
     Relation,
 )
-from memories.signatures import simhash
+from memories.signatures import simhash_folded
 from memories.text import fold
 
 # Fields a caller may set on create and change on update. Counters, scores, status,
@@ -109,7 +109,8 @@ def _derive(memory: Memory) -> None:
     keywords = " ".join(memory.keywords)
     memory.search_text = fold(f"{memory.content} {keywords}".strip())
     memory.search_original = fold(memory.content_original)
-    memory.signature = simhash(f"{memory.content} {keywords}".strip(), bits=settings.SIGNATURE_BITS)
+    # The signature's words are the search text's: fold once, not twice.
+    memory.signature = simhash_folded(memory.search_text, bits=settings.SIGNATURE_BITS)
 
 
 TEXT_FIELDS = ("content", "content_original", "language", "topic", "embedding_model")

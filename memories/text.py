@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_WORD = re.compile(r"\w+")
+WORD = re.compile(r"\w+")
 
 
 def fold(text: str) -> str:
@@ -17,7 +17,11 @@ def fold(text: str) -> str:
 
     Casefolding runs between two NFKD passes because it can itself produce decomposable
     characters (for example "İ" folds to "i" plus a combining dot), which must go too.
+    ASCII text takes a shortcut with the same result: NFKD leaves it unchanged, it has
+    no combining marks, and its casefold is its lower case.
     """
+    if text.isascii():
+        return " ".join(text.lower().split())
     decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
     stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return " ".join(stripped.split())
@@ -25,4 +29,4 @@ def fold(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """Folded word tokens (runs of \\w: letters, digits, underscore), in text order."""
-    return _WORD.findall(fold(text))
+    return WORD.findall(fold(text))

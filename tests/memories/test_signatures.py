@@ -101,3 +101,105 @@ def test_it_is_symmetric_and_one_on_identical_text(a, b):
     assert hamming_similarity(sig_a, sig_b) == hamming_similarity(sig_b, sig_a)
     assert hamming_similarity(sig_a, simhash(a)) == 1.0
     assert 0.0 <= hamming_similarity(sig_a, sig_b) <= 1.0
+
+
+# --- The numpy implementation against the original pure-Python one -------------------
+#
+# Stored signatures must stay valid, so the vectorised simhash has to give the very same
+# bits as the algorithm it replaced, kept here verbatim as the reference: BLAKE2b per
+# feature, one 32-bit vote counter per bit summed as one big integer (bit-sliced addition).
+
+
+def _reference_spread_table() -> tuple[bytes, ...]:
+    table = []
+    for value in range(256):
+        spread = sum(1 << (32 * bit) for bit in range(8) if value >> bit & 1)
+        table.append(spread.to_bytes(8 * 4, "little"))
+    return tuple(table)
+
+
+_REFERENCE_SPREAD = _reference_spread_table()
+
+
+def _reference_fold(text: str) -> str:
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(stripped.split())
+
+
+def _reference_simhash(text: str, bits: int = 256) -> bytes:
+    import re
+    from array import array
+    from collections import Counter
+    from itertools import pairwise
+
+    n_bytes = bits // 8
+    tokens = re.findall(r"\w+", _reference_fold(text))
+    features = Counter(f"u:{token}" for token in tokens)
+    features.update(f"b:{first} {second}" for first, second in pairwise(tokens))
+    if not features:
+        return bytes(n_bytes)
+    votes = 0
+    for feature, weight in features.items():
+        data = feature.encode("utf-8")
+        chunks = []
+        for index in range(0, n_bytes, 64):
+            size = min(64, n_bytes - index)
+            person = (index // 64).to_bytes(16, "little")
+            chunks.append(hashlib.blake2b(data, digest_size=size, person=person).digest())
+        digest = b"".join(chunks)
+        spread = int.from_bytes(b"".join(_REFERENCE_SPREAD[byte] for byte in digest), "little")
+        votes += spread * weight
+    counters = array("I")
+    counters.frombytes(votes.to_bytes(bits * 4, "little"))
+    if sys.byteorder == "big":
+        counters.byteswap()
+    total = sum(features.values())
+    signature = 0
+    for position, count in enumerate(counters):
+        if 2 * count > total:
+            signature |= 1 << position
+    return signature.to_bytes(n_bytes, "little")
+
+
+# Repeated words make weights above 1 (the weighted-vote branch); short alphabets make
+# many repeats; the full text strategy brings accents, other scripts and odd spacing.
+_REPEATING_TEXT = st.lists(
+    st.sampled_from(["tea", "Tea", "café", "CAFÉ", "dog", "bites", "man", "ﬁle", "42", "x_y"]),
+    max_size=60,
+).map(" ".join)
+
+
+@given(st.one_of(st.text(max_size=400), _REPEATING_TEXT))
+def test_it_matches_the_reference_implementation_bit_for_bit(text):
+    assert simhash(text) == _reference_simhash(text)
+
+
+@pytest.mark.parametrize("bits", [64, 128, 512, 576, 1024])
+@given(text=st.one_of(st.text(max_size=200), _REPEATING_TEXT))
+def test_it_matches_the_reference_at_every_width(bits, text):
+    assert simhash(text, bits=bits) == _reference_simhash(text, bits=bits)
+
+
+def test_it_matches_the_reference_on_many_random_sentences():
+    import random
+
+    rng = random.Random(2026)
+    vocabulary = ["memory", "Recall", "naïve", "Straße", "東京", "v2_final", "the", "a", "of"]
+    vocabulary += [f"w{i}" for i in range(300)]
+    for _ in range(500):
+        text = " ".join(rng.choices(vocabulary, k=rng.randint(0, 120)))
+        assert simhash(text) == _reference_simhash(text)
+
+
+def test_the_folded_entry_point_gives_the_same_signature():
+    from memories.signatures import simhash_folded
+    from memories.text import fold
+
+    for text in (SENTENCE, "Café   CRÈME brûlée", "", "dog dog dog bites"):
+        assert simhash_folded(fold(text)) == simhash(text)
+        assert simhash_folded(fold(text), bits=512) == simhash(text, bits=512)
+    with pytest.raises(ValueError):
+        simhash_folded("x", bits=100)

@@ -43,3 +43,16 @@ def test_it_returns_no_words_for_punctuation_only():
 def test_it_is_idempotent(text):
     assert fold(fold(text)) == fold(text)
     assert words(" ".join(words(text))) == words(text)
+
+
+def _reference_fold(text: str) -> str:
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(stripped.split())
+
+
+@given(st.one_of(st.text(), st.text(alphabet=st.characters(max_codepoint=127))))
+def test_the_ascii_shortcut_folds_like_the_full_rule(text):
+    assert fold(text) == _reference_fold(text)
