@@ -17,6 +17,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -56,11 +57,17 @@ def corpus_items(namespace: Any, size: int, now: datetime) -> list[dict[str, Any
     return items
 
 
+def peer_tag(text: str) -> str:
+    """A tag CortexGraph accepts: its validate_tag lower-cases and replaces spaces, then
+    rejects any letter outside ASCII ("Chloé"), so accents are dropped here."""
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+
+
 def peer_records(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The same memories for the peer: content, tags (topic + keywords), strength, age."""
     records = []
     for item in items:
-        tags = list(dict.fromkeys([item["topic"], *item["keywords"]]))
+        tags = list(dict.fromkeys(peer_tag(t) for t in [item["topic"], *item["keywords"]]))
         records.append(
             {
                 "content": item["content"],
@@ -129,7 +136,7 @@ def locomo_conversations(data: Sequence[dict[str, Any]]) -> list[Conversation]:
                 conversation.turns.append(
                     {
                         "content": turn_content(turn, captions=False),
-                        "tags": [speaker] if speaker else [],
+                        "tags": [peer_tag(speaker)] if peer_tag(speaker) else [],
                         "last_used": int((start + timedelta(seconds=position)).timestamp()),
                         "dia_id": str(turn.get("dia_id", "")),
                     }
