@@ -118,6 +118,13 @@ if _database["ENGINE"] == "django.db.backends.sqlite3":
 else:
     _database["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
     _database["CONN_HEALTH_CHECKS"] = True
+    # Session settings sent at connect. The data of a memory service is mostly in RAM, so
+    # random reads cost about what sequential ones do: without this the planner prefers a
+    # sequential scan to the full-text index for any word in a few percent of the rows.
+    # JIT compilation costs more than it saves on the short queries of a request.
+    _database.setdefault("OPTIONS", {})["options"] = env.str(
+        "DATABASE_PG_OPTIONS", "-c random_page_cost=1.1 -c jit=off"
+    )
 DATABASES = {"default": _database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -330,6 +337,13 @@ RECALL_SIGNATURE_THRESHOLD = env.float("RECALL_SIGNATURE_THRESHOLD", 0.65, minim
 RECALL_SIGNATURE_CAP = env.int("RECALL_SIGNATURE_CAP", 5, minimum=0)
 RECALL_SIGNATURE_SCAN_CAP = env.int("RECALL_SIGNATURE_SCAN_CAP", 5_000, minimum=100)
 RECALL_VECTOR_SCAN_CAP = env.int("RECALL_VECTOR_SCAN_CAP", 20_000, minimum=100)
+# Document-frequency statistics of large namespaces (PostgreSQL; docs/recall.md).
+RECALL_TERM_STATS_MIN_MEMORIES = env.int("RECALL_TERM_STATS_MIN_MEMORIES", 2_000, minimum=0)
+RECALL_TERM_STATS_MIN_DOCUMENTS = env.int("RECALL_TERM_STATS_MIN_DOCUMENTS", 32, minimum=1)
+RECALL_TERM_STATS_CHANGE = env.float("RECALL_TERM_STATS_CHANGE", 0.1, minimum=0.0, maximum=1.0)
+RECALL_TERM_STATS_INTERVAL_MINUTES = env.int(
+    "RECALL_TERM_STATS_INTERVAL_MINUTES", 60, minimum=1, maximum=32767
+)
 EMBEDDING_QUERY_BUDGET_MS = env.float("EMBEDDING_QUERY_BUDGET_MS", 250.0, minimum=1.0)
 
 # --- Logging ----------------------------------------------------------------------------

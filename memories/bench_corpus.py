@@ -10,13 +10,18 @@ stamps the size and CORPUS_VERSION, so an unchanged corpus is reused.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import multiprocessing
+import os
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.utils import timezone
@@ -26,9 +31,10 @@ from memories.models import Association, Entity, Memory, MemoryEvent, Namespace,
 BENCH_USER = "engram-bench"
 CORPUS_SLUG = "bench-corpus"
 SCRATCH_SLUG = "bench-ingest"
-CORPUS_VERSION = 2
+CORPUS_VERSION = 3
 SEED = 9
-BATCH = 1_000
+BATCH = 1_000  # memories per bulk request in the ingest figures
+LOAD_BATCH = 5_000  # memories per insert batch when building the corpus
 TOPICS = 30
 ENTITIES = 200
 DUE_SHARE_PERCENT = 40
@@ -134,41 +140,164 @@ def memory_items(
     return items
 
 
-def corpus(
-    size: int, *, rebuild: bool = False, progress: Callable[[str], None] = print
-) -> tuple[Namespace, bool]:
-    """The corpus namespace with `size` memories; (namespace, True) when it was (re)built."""
-    from memories.services import memory_bulk_create
+def corpus_slug(index: int, namespaces: int) -> str:
+    """The slug of the index-th corpus namespace (0-based); one namespace keeps CORPUS_SLUG."""
+    return CORPUS_SLUG if namespaces == 1 else f"{CORPUS_SLUG}-{index + 1:04d}"
 
-    namespace = _namespace(CORPUS_SLUG)
-    stamp = _stamp(namespace)
-    have = Memory.objects.filter(namespace=namespace).count()
-    if not rebuild and stamp == {"version": CORPUS_VERSION, "size": size} and have == size:
+
+def corpus(
+    size: int,
+    *,
+    namespaces: int = 1,
+    rebuild: bool = False,
+    progress: Callable[[str], None] = print,
+) -> tuple[Namespace, bool]:
+    """The corpus: `size` memories over `namespaces` namespaces; (first namespace, built now).
+
+    Recall and the due queue are measured on the first namespace, which holds
+    size // namespaces memories; the others only make the tables as large as a service
+    with that many tenants. A corpus with another layout is deleted first.
+    """
+    if namespaces < 1 or size < namespaces:
+        raise ValueError("need at least one memory per namespace")
+    stamp_wanted = {"version": CORPUS_VERSION, "size": size, "namespaces": namespaces}
+    first = _namespace(corpus_slug(0, namespaces))
+    have = Memory.objects.filter(namespace=first).count()
+    if not rebuild and _stamp(first) == stamp_wanted and have == size // namespaces:
         # Recall writes an event even with track=False; drop the last run's, so that
         # every run starts from the same rows.
         from recall.models import RecallEvent
 
-        RecallEvent.objects.filter(namespace=namespace).delete()
-        return namespace, False
-    clear_namespace(namespace)
-    Namespace.objects.filter(pk=namespace.pk).update(description="")
+        RecallEvent.objects.filter(namespace__owner=first.owner).delete()
+        return first, False
+    for old in Namespace.objects.filter(owner=first.owner, slug__startswith=CORPUS_SLUG):
+        progress(f"  corpus: clearing {old.slug} ...")
+        clear_namespace(old)
+        if old.pk != first.pk:
+            old.delete()
+    Namespace.objects.filter(pk=first.pk).update(description="")
+    targets = [first] + [_namespace(corpus_slug(i, namespaces)) for i in range(1, namespaces)]
     vocab = vocabulary()
     rng = random.Random(SEED)
     now = timezone.now()
-    ids: list[int] = []
-    for start in range(0, size, BATCH):
-        items = memory_items(namespace, vocab, rng, min(BATCH, size - start), now)
-        ids += [m.pk for m in memory_bulk_create(items=items, source="bench")]
-        progress(f"  corpus: {len(ids):,} / {size:,} memories")
-    _links(namespace, ids, vocab, rng)
-    _schedule_cards(namespace, now)
-    stamp = {"version": CORPUS_VERSION, "size": size}
-    Namespace.objects.filter(pk=namespace.pk).update(description=json.dumps(stamp))
+    per_namespace = size // namespaces
+    started = time.perf_counter()
+    done = 0
+    for number, namespace in enumerate(targets):
+        # The measured first namespace holds exactly size // namespaces; the last the rest.
+        count = size - done if number == len(targets) - 1 else per_namespace
+        ids = _bulk_memories(namespace, vocab, rng, count, now, done, size, started, progress)
+        done += len(ids)
+        _links(namespace, ids, vocab, rng, n_entities=min(ENTITIES, max(2, count // 5)))
+        _schedule_cards(namespace, now)
+    progress(f"  corpus: {size:,} memories in {time.perf_counter() - started:.0f} s; analyze ...")
+    Namespace.objects.filter(pk=first.pk).update(description=json.dumps(stamp_wanted))
     analyze()
-    return namespace, True
+    return first, True
 
 
-def _links(namespace: Namespace, ids: list[int], vocab: Vocabulary, rng: random.Random) -> None:
+def _derived(texts: list[tuple[str, str]]) -> list[tuple[str, bytes]]:
+    """(search_text, signature) per (content, keywords): the service's derived fields."""
+    from memories.signatures import simhash
+    from memories.text import fold
+
+    bits = settings.SIGNATURE_BITS
+    return [(fold(f"{c} {k}".strip()), simhash(f"{c} {k}".strip(), bits=bits)) for c, k in texts]
+
+
+def _bulk_memories(
+    namespace: Namespace,
+    vocab: Vocabulary,
+    rng: random.Random,
+    count: int,
+    now: datetime,
+    done: int,
+    size: int,
+    started: float,
+    progress: Callable[[str], None],
+) -> list[int]:
+    """Insert `count` memories with their history events and cards; their ids.
+
+    Rows are built as the services build them (search fields and signature from the same
+    functions) but inserted in large batches without per-item validation: the data is
+    ours and valid, and at 1,000,000 memories the service's per-item checks would take
+    most of an hour. The derived fields are computed in a second process while this one
+    writes the previous batch.
+    """
+    from memories.services import _snapshot as snapshot
+    from review.services import cards_create_for_new_memories
+
+    batches = [
+        memory_items(namespace, vocab, rng, min(LOAD_BATCH, count - start), now)
+        for start in range(0, count, LOAD_BATCH)
+    ]
+    texts = [[(i["content"], " ".join(i["keywords"])) for i in batch] for batch in batches]
+    ids: list[int] = []
+    with _pool(len(batches)) as pool:
+        derived_batches = pool.map(_derived, texts) if pool else map(_derived, texts)
+        for batch, derived in zip(batches, derived_batches, strict=True):
+            memories = []
+            for item, (search_text, signature) in zip(batch, derived, strict=True):
+                memories.append(
+                    Memory(
+                        **item,
+                        last_used_at=item["created_at"],
+                        search_text=search_text,
+                        signature=signature,
+                    )
+                )
+            with transaction.atomic():
+                created = Memory.objects.bulk_create(memories, batch_size=2_000)
+                MemoryEvent.objects.bulk_create(
+                    (
+                        MemoryEvent(
+                            namespace_id=namespace.pk,
+                            memory=memory,
+                            memory_ref=memory.pk,
+                            kind=MemoryEvent.Kind.CREATED,
+                            after=snapshot(memory),
+                            source="bench",
+                            created_at=memory.created_at,
+                        )
+                        for memory in created
+                    ),
+                    batch_size=2_000,
+                )
+                cards_create_for_new_memories(memories=created)
+            ids += [memory.pk for memory in created]
+            loaded = done + len(ids)
+            rate = loaded / max(time.perf_counter() - started, 1e-9)
+            progress(f"  corpus: {loaded:,} / {size:,} memories ({rate:,.0f}/s)")
+    return ids
+
+
+class _pool:
+    """A one-process pool for the derived fields of long builds (nothing for short ones)."""
+
+    def __init__(self, batches: int) -> None:
+        self.executor = None
+        if batches > 2 and (os.cpu_count() or 1) > 1:
+            # The child never touches the database connection it inherits, and a pool
+            # process ends with os._exit, so it never closes the parent's socket either.
+            context = multiprocessing.get_context("fork")
+            self.executor = concurrent.futures.ProcessPoolExecutor(1, mp_context=context)
+
+    def __enter__(self):
+        return self.executor
+
+    def __exit__(self, *exc) -> None:
+        if self.executor:
+            self.executor.shutdown(cancel_futures=True)
+
+
+def _links(
+    namespace: Namespace,
+    ids: list[int],
+    vocab: Vocabulary,
+    rng: random.Random,
+    *,
+    n_entities: int = ENTITIES,
+) -> None:
     """Associations for about 20 % of the memories; entities and relations between them."""
     pairs = set()
     for source in rng.sample(ids, len(ids) // 5):
@@ -191,10 +320,10 @@ def _links(namespace: Namespace, ids: list[int], vocab: Vocabulary, rng: random.
 
     entities = Entity.objects.bulk_create(
         Entity(namespace=namespace, name=fold(name), display_name=name, kind="person")
-        for name in vocab.entities
+        for name in vocab.entities[:n_entities]
     )
     triples = set()
-    for _ in range(max(1, len(ids) // 20)):
+    for _ in range(max(1, len(ids) // 20) if len(entities) > 1 else 0):
         subject, obj = rng.sample(range(len(entities)), 2)
         triples.add((subject, rng.choice(_PREDICATES), obj))
     Relation.objects.bulk_create(
@@ -231,6 +360,16 @@ def _schedule_cards(namespace: Namespace, now: datetime) -> None:
 
 
 def analyze() -> None:
-    """Fresh planner statistics after a bulk load."""
+    """The steady state after a bulk load: what autovacuum and the worker would leave.
+
+    VACUUM merges the GIN indexes' pending lists (until then every full-text search reads
+    them linearly) and sets the visibility map; ANALYZE gives the planner statistics; the
+    full-text statistics of the worker (recall.termstats) are computed for every namespace.
+    """
+    from recall import termstats
+
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+        # VACUUM cannot run inside a transaction (the test suite's).
+        vacuum = connection.vendor == "postgresql" and not connection.in_atomic_block
+        cursor.execute("VACUUM ANALYZE" if vacuum else "ANALYZE")
+    termstats.refresh(force=True)

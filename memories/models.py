@@ -532,6 +532,7 @@ class BackgroundRun(models.Model):
         SIMULATED_RECALL = "simulated_recall", "Simulated recall"
         DIGESTS = "digests", "Consolidation digests"
         EMBEDDING_BACKFILL = "embedding_backfill", "Embedding backfill"
+        TERM_STATS = "term_stats", "Full-text term statistics"
 
     class Status(models.TextChoices):
         RUNNING = "running", "Running"

@@ -200,6 +200,11 @@ SCHEDULES = (
         "DIGEST_INTERVAL_MINUTES",
     ),
     ScheduleSpec(
+        "engram: full-text statistics",
+        "recall.tasks.term_stats_refresh",
+        "RECALL_TERM_STATS_INTERVAL_MINUTES",
+    ),
+    ScheduleSpec(
         "engram: embedding backfill",
         "recall.tasks.embedding_backfill",
         "EMBEDDING_BACKFILL_INTERVAL_MINUTES",

@@ -29,3 +29,27 @@ class RecallEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.query[:60]!r} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class TermStat(models.Model):
+    """How many memories of a namespace hold a stemmed word (PostgreSQL's lexeme).
+
+    Refreshed by the worker (recall.termstats) for large namespaces only, so that recall
+    reads document frequencies with one indexed look-up instead of counting matches in
+    the full-text index per query. Only words in at least RECALL_TERM_STATS_MIN_DOCUMENTS
+    memories are kept: rarer ones are cheap to count live. The row with an empty lexeme
+    holds the namespace's number of memories when the statistics were taken.
+    """
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="term_stats")
+    lexeme = models.CharField(max_length=200, blank=True)
+    documents = models.PositiveIntegerField()
+    refreshed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["lexeme", "namespace"], name="termstat_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme or '(memories)'}: {self.documents}"

@@ -25,6 +25,7 @@ from django.db.models import Q
 from memories.models import Consolidation, Entity, Memory, Relation
 from memories.signatures import hamming_similarity, simhash
 from memories.text import fold, words
+from recall import termstats
 
 LIVE_STATUSES = (Memory.Status.ACTIVE.value, Memory.Status.PROMOTED.value)
 MAX_QUERY_TERMS = 16
@@ -229,20 +230,32 @@ def _document_frequencies(
     needs no collection size.
     """
     if connection.vendor == "postgresql":
+        # Large namespaces have stored counts (recall.termstats); count only the rest.
+        known, size = termstats.lookup(list(terms), filters.namespace_ids)
+        live = [term for term in terms if term not in known]
+        if not live and size is not None:
+            return {term: known[term] for term in terms}, size
         ns = ", ".join(["%s"] * len(filters.namespace_ids))
         parts = [
             "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
             f"WHERE m.namespace_id IN ({ns}) "
             "AND m.search_vector @@ plainto_tsquery('english', %s) LIMIT %s) s)"
-        ] * len(terms)
+        ] * len(live)
         params: list = []
-        for term in terms:
+        for term in live:
             params += [*filters.namespace_ids, term, cap]
-        parts.append(
-            "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
-            f"WHERE m.namespace_id IN ({ns}) LIMIT %s) s)"
-        )
-        params += [*filters.namespace_ids, n_cap]
+        if size is None:
+            parts.append(
+                "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
+                f"WHERE m.namespace_id IN ({ns}) LIMIT %s) s)"
+            )
+            params += [*filters.namespace_ids, n_cap]
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT " + ", ".join(parts), params)
+            counts = cursor.fetchone()
+        counted = dict(zip(live, counts[: len(live)], strict=True))
+        df = {term: int(known[term] if term in known else counted[term]) for term in terms}
+        return df, size if size is not None else int(counts[len(live)])
     else:
         parts = [
             "(SELECT count(*) FROM (SELECT 1 FROM memories_memory_fts "

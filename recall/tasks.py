@@ -53,3 +53,14 @@ def embedding_backfill(namespace_id: int | None = None) -> dict[str, Any]:
 def embedding_backfill_enqueue(*, namespace_id: int | None = None) -> None:
     """Ask the worker for a backfill pass after the current transaction commits."""
     enqueue("recall.tasks.embedding_backfill", namespace_id)
+
+
+def term_stats_refresh(namespace_id: int | None = None) -> dict[str, Any]:
+    """Scheduled: recompute the full-text statistics of large, changed namespaces."""
+    from recall.termstats import refresh
+
+    return run_recorded(
+        BackgroundRun.Kind.TERM_STATS,
+        lambda: refresh(namespace=namespace_id).counts(),
+        namespace_id=namespace_id,
+    )

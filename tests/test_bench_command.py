@@ -69,3 +69,49 @@ def test_it_reuses_an_unchanged_corpus() -> None:
 def test_it_refuses_an_unknown_part() -> None:
     with pytest.raises(CommandError, match="Unknown parts"):
         call_command("bench", size=200, only="recall,nope", stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_it_spreads_a_corpus_over_namespaces_and_measures_the_first(monkeypatch) -> None:
+    from memories import bench_corpus
+    from review.models import Card
+
+    # Small insert batches, so the build goes through the second process as a large one does.
+    monkeypatch.setattr(bench_corpus, "LOAD_BATCH", 40)
+    out = StringIO()
+    call_command(
+        "bench",
+        size=300,
+        namespaces=3,
+        only="recall,queue",
+        queries=5,
+        queue_runs=2,
+        no_http=True,
+        stdout=out,
+        stderr=StringIO(),
+    )
+
+    table = out.getvalue()
+    assert "namespaces (figures on bench-corpus-0001)" in table
+    slugs = {f"{CORPUS_SLUG}-000{i}" for i in (1, 2, 3)}
+    counts = {
+        ns.slug: Memory.objects.filter(namespace=ns).count()
+        for ns in Namespace.objects.filter(slug__startswith=CORPUS_SLUG)
+    }
+    assert counts == dict.fromkeys(slugs, 100)
+    # Built like the service builds them: search text, signature, a card each.
+    memory = Memory.objects.filter(namespace__slug=f"{CORPUS_SLUG}-0002").first()
+    assert memory.search_text and len(memory.signature) == 32
+    assert memory.events.filter(kind="created").count() == 1
+    assert Card.objects.filter(memory=memory).exists()
+
+    # Another layout replaces it: one namespace of 200, the three others gone.
+    _bench()
+    assert set(
+        Namespace.objects.filter(slug__startswith=CORPUS_SLUG).values_list("slug", flat=True)
+    ) == {CORPUS_SLUG}
+
+
+def test_it_refuses_more_namespaces_than_a_tenth_of_the_size() -> None:
+    with pytest.raises(CommandError, match="--namespaces"):
+        call_command("bench", size=100, namespaces=11, stdout=StringIO())

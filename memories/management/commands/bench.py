@@ -140,6 +140,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--size", type=int, default=10_000, help="Corpus memories (10k).")
         parser.add_argument(
+            "--namespaces",
+            type=int,
+            default=1,
+            help="Spread the corpus over this many namespaces (1); figures use the first.",
+        )
+        parser.add_argument(
             "--only", default=",".join(PARTS), help=f"Comma-separated subset of {','.join(PARTS)}."
         )
         parser.add_argument("--queries", type=int, default=200, help="Recall queries (200).")
@@ -160,10 +166,15 @@ class Command(BaseCommand):
             raise CommandError(f"Unknown parts {sorted(unknown)}; use any of {', '.join(PARTS)}.")
         if options["size"] < 10:
             raise CommandError("--size must be at least 10.")
+        if not 1 <= options["namespaces"] <= options["size"] // 10:
+            raise CommandError("--namespaces must be between 1 and size / 10.")
         rows: list[Row] = self._machine()
         started = time.perf_counter()
         namespace, built = bench_corpus.corpus(
-            options["size"], rebuild=options["rebuild"], progress=self._progress
+            options["size"],
+            namespaces=options["namespaces"],
+            rebuild=options["rebuild"],
+            progress=self._progress,
         )
         rows.append(
             (
@@ -173,6 +184,16 @@ class Command(BaseCommand):
                 f"in {time.perf_counter() - started:.1f} s",
             )
         )
+        if options["namespaces"] > 1:
+            measured = Memory.objects.filter(namespace=namespace).count()
+            rows.append(
+                (
+                    "corpus",
+                    f"namespaces (figures on {namespace.slug})",
+                    f"{options['namespaces']:,}",
+                    f"{measured:,} memories in it",
+                )
+            )
         server = None
         token, secret = None, ""
         if not options["no_http"] and (only & {"ingest", "recall"} or options["load"]):

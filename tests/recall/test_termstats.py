@@ -1,0 +1,120 @@
+"""Stored document frequencies (recall.termstats): refreshed by the worker, read by Sf."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from memories import services
+from memories.models import BackgroundRun
+from recall import stages, termstats
+from recall.models import TermStat
+from recall.tasks import term_stats_refresh
+from tests.recall.fixtures.helpers import ids, make_recall
+
+pytestmark = pytest.mark.django_db
+postgres_only = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="SQLite counts matches from FTS5 directly"
+)
+
+
+@pytest.fixture
+def corpus(namespace, make_memory):
+    for n in range(12):
+        make_memory(f"Weekly status meeting number {n} about the roadmap")
+    for n in range(3):
+        make_memory(f"Deployment checklist {n} for the cluster")
+    return make_memory("Kickoff trip to Reykjavik in spring")
+
+
+@postgres_only
+def test_refresh_stores_the_words_of_a_large_namespace_and_its_size(namespace, corpus):
+    report = termstats.refresh(min_memories=10, min_documents=3)
+
+    assert report.refreshed == [namespace.pk]
+    rows = dict(TermStat.objects.filter(namespace=namespace).values_list("lexeme", "documents"))
+    assert rows[""] == 16
+    assert rows["meet"] == 12  # stemmed, as the tsvector holds it
+    assert rows["checklist"] == 3
+    assert "reykjavik" not in rows  # below min_documents: counted live
+
+
+@postgres_only
+def test_lookup_knows_stored_words_only_and_falls_back_without_statistics(namespace, corpus):
+    assert termstats.lookup(["meeting"], (namespace.pk,)) == ({}, None)
+
+    termstats.refresh(min_memories=10, min_documents=3)
+
+    known, size = termstats.lookup(["meetings", "checklist", "reykjavik"], (namespace.pk,))
+    assert known == {"meetings": 12, "checklist": 3}
+    assert size == 16
+
+
+@postgres_only
+def test_document_frequencies_are_the_same_from_statistics_and_live(namespace, corpus):
+    filters = stages.RecallFilters(namespace_ids=(namespace.pk,), ceiling=3, now=corpus.created_at)
+    terms = ["meeting", "checklist", "reykjavik", "absent"]
+    live = stages._document_frequencies(terms, filters, cap=501)
+
+    termstats.refresh(min_memories=10, min_documents=3)
+
+    assert stages._document_frequencies(terms, filters, cap=501) == live
+    assert live == ({"meeting": 12, "checklist": 3, "reykjavik": 1, "absent": 0}, 16)
+
+
+@postgres_only
+def test_recall_ranks_the_same_with_statistics(namespace, corpus):
+    recall = make_recall(namespace)
+    before = ids(recall("reykjavik meeting checklist"))
+
+    termstats.refresh(min_memories=10, min_documents=3)
+
+    assert ids(recall("reykjavik meeting checklist")) == before
+    assert before[0] == corpus.pk
+
+
+@postgres_only
+def test_refresh_skips_fresh_namespaces_and_redoes_changed_ones(namespace, corpus, make_memory):
+    termstats.refresh(min_memories=10, min_documents=3)
+    make_memory("One more status meeting")  # 17 of 16: within 10 %
+
+    again = termstats.refresh(min_memories=10, min_documents=3)
+    assert again.refreshed == [] and again.skipped_fresh == 1
+
+    make_memory("And another status meeting")  # 18 of 16: more than 10 %
+    changed = termstats.refresh(min_memories=10, min_documents=3)
+    assert changed.refreshed == [namespace.pk]
+    assert TermStat.objects.get(namespace=namespace, lexeme="meet").documents == 14
+
+
+@postgres_only
+def test_a_namespace_below_the_threshold_loses_its_statistics(namespace, corpus):
+    termstats.refresh(min_memories=10, min_documents=3)
+
+    termstats.refresh(min_memories=100, min_documents=3)
+
+    assert not TermStat.objects.filter(namespace=namespace).exists()
+
+
+@postgres_only
+def test_statistics_of_one_namespace_never_count_for_another(user, namespace, corpus):
+    other = services.namespace_create(owner=user, name="Other")
+    services.memory_create(namespace=other, content="Meeting notes")
+    termstats.refresh(min_memories=10, min_documents=3)
+
+    # The other namespace has no statistics: nothing is known for the two together.
+    assert termstats.lookup(["meeting"], (namespace.pk, other.pk)) == ({}, None)
+
+
+def test_the_task_records_its_run(namespace, corpus, settings):
+    settings.RECALL_TERM_STATS_MIN_MEMORIES = 10
+    settings.RECALL_TERM_STATS_MIN_DOCUMENTS = 3
+
+    counts = term_stats_refresh()
+
+    run = BackgroundRun.objects.get(kind=BackgroundRun.Kind.TERM_STATS)
+    assert run.status == BackgroundRun.Status.OK
+    if connection.vendor == "postgresql":
+        assert counts["namespaces_refreshed"] == 1 and counts["words"] > 0
+    else:
+        assert counts == {"namespaces_refreshed": 0, "namespaces_fresh": 0, "words": 0}
