@@ -169,7 +169,7 @@ class Command(BaseCommand):
                 storage = connection.vendor
         try:
             commit = subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"],
+                ["git", "describe", "--always", "--dirty"],
                 cwd=settings.BASE_DIR,
                 capture_output=True,
                 text=True,
