@@ -39,14 +39,17 @@ test: install-test
 
 # Whole-service figures (docs/benchmarks.md): SQLite always, PostgreSQL when
 # BENCH_DATABASE_URL is set. BENCH_ARGS adds options, e.g. BENCH_ARGS="--load" (needs wrk).
+# Each run is saved in var/bench and the growth plot var/bench/growth.svg redrawn from
+# every saved run (docs/benchmarks.md).
 BENCH_SIZE ?= 10000
 BENCH_SQLITE_URL ?= sqlite:///var/bench.sqlite3
+BENCH_SAVE := --save-dir var/bench --plot var/bench/growth.svg
 bench: install
 	DATABASE_URL=$(BENCH_SQLITE_URL) $(PY) manage.py migrate --no-input
-	DATABASE_URL=$(BENCH_SQLITE_URL) $(PY) manage.py bench --size $(BENCH_SIZE) $(BENCH_ARGS)
+	DATABASE_URL=$(BENCH_SQLITE_URL) $(PY) manage.py bench --size $(BENCH_SIZE) $(BENCH_SAVE) $(BENCH_ARGS)
 	@if [ -n "$(BENCH_DATABASE_URL)" ]; then \
 	  DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) manage.py migrate --no-input && \
-	  DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) manage.py bench --size $(BENCH_SIZE) $(BENCH_ARGS); \
+	  DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) manage.py bench --size $(BENCH_SIZE) $(BENCH_SAVE) $(BENCH_ARGS); \
 	fi
 
 lint: install-test

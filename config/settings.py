@@ -326,7 +326,7 @@ if SIGNATURE_BITS % 64:
 # How recall fuses its stages and ranks (docs/recall.md; defaults from docs/evaluation.md).
 RECALL_FUSION = env.choice("RECALL_FUSION", "penalty", ("penalty", "rrf"))
 RECALL_RRF_K = env.int("RECALL_RRF_K", 60, minimum=1)
-RECALL_CANDIDATE_CAP = env.int("RECALL_CANDIDATE_CAP", 200, minimum=10, maximum=5000)
+RECALL_CANDIDATE_CAP = env.int("RECALL_CANDIDATE_CAP", 100, minimum=10, maximum=5000)
 RECALL_MATCH_BUDGET = env.int("RECALL_MATCH_BUDGET", 2000, minimum=100)
 RECALL_MMR_LAMBDA = env.float("RECALL_MMR_LAMBDA", 0.7, minimum=0.0, maximum=1.0)
 RECALL_KEYWORD_BOOST = env.float("RECALL_KEYWORD_BOOST", 0.3, minimum=0.0)

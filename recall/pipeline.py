@@ -74,11 +74,11 @@ ROW_FIELDS = (
     "credibility",
     "relevance_score",
     "created_at",
+    "emotion_tags",
+    "importance_flags",
 )
-_JSON_FIELDS = ("keywords", "recall_timestamps")
+_JSON_FIELDS = ("keywords", "recall_timestamps", "emotion_tags", "importance_flags")
 _DATETIME_FIELDS = ("last_used_at", "created_at")
-# Read only for the returned results.
-DETAIL_FIELDS = ("id", "emotion_tags", "importance_flags")
 
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-se")
 
@@ -89,7 +89,7 @@ class RecallConfig:
 
     fusion: str = "penalty"
     rrf_k: int = 60
-    candidate_cap: int = 200
+    candidate_cap: int = 100
     match_budget: int = 2000
     mmr_lambda: float = 0.7
     keyword_boost: float = 0.3
@@ -435,8 +435,7 @@ def run_pipeline(
     else:
         timings["S8"] = _timing(skipped=True, reason="not requested")
 
-    details = _load_details(ordered)
-    hits = [_to_hit(candidates[i], details.get(i, {}), ns_by_id, config) for i in ordered]
+    hits = [_to_hit(candidates[i], ns_by_id, config) for i in ordered]
     result = RecallResult(
         query=query,
         results=hits,
@@ -460,10 +459,9 @@ def _load_rows(
     """
     if not ids:
         return {}
-    placeholders = ", ".join(["%s"] * len(ids))
+    in_ids, params = stages.in_list("m.id", ids)
     sql = f"SELECT {', '.join('m.' + f for f in ROW_FIELDS)} FROM memories_memory m "
-    sql += f"WHERE m.id IN ({placeholders})"
-    params: list[Any] = list(ids)
+    sql += f"WHERE {in_ids}"
     if filters is not None:
         where, extra = filters.sql("m", cold=True)
         sql += f" AND {where}"
@@ -496,10 +494,6 @@ def _decode(row: dict[str, Any]) -> None:
         if value is not None and value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
         row[name] = value
-
-
-def _load_details(ids: list[int]) -> dict[int, dict[str, Any]]:
-    return {row["id"]: row for row in Memory.objects.filter(id__in=ids).values(*DETAIL_FIELDS)}
 
 
 def _age_days(row: dict[str, Any], now: datetime) -> float:
@@ -641,17 +635,16 @@ def _links(ids: list[int], namespace_ids: tuple[int, ...]) -> list[tuple[int, in
     """(source, target, weight) of the links touching ids: two index range scans in one
     statement (an OR of the two columns would make the planner combine bitmaps)."""
     table = connection.ops.quote_name(Association._meta.db_table)
-    id_list = ", ".join(["%s"] * len(ids))
-    ns_list = ", ".join(["%s"] * len(namespace_ids))
+    sources, source_params = stages.in_list("source_id", ids)
+    targets, target_params = stages.in_list("target_id", ids)
+    namespaces, ns_params = stages.in_list("namespace_id", list(namespace_ids))
     sql = (
-        f"SELECT source_id, target_id, weight FROM {table} "
-        f"WHERE source_id IN ({id_list}) AND namespace_id IN ({ns_list}) "
+        f"SELECT source_id, target_id, weight FROM {table} WHERE {sources} AND {namespaces} "
         "UNION ALL "
         f"SELECT source_id, target_id, weight FROM {table} "
-        f"WHERE target_id IN ({id_list}) AND source_id NOT IN ({id_list}) "
-        f"AND namespace_id IN ({ns_list})"
+        f"WHERE {targets} AND NOT {sources} AND {namespaces}"
     )
-    params = [*ids, *namespace_ids, *ids, *ids, *namespace_ids]
+    params = [*source_params, *ns_params, *target_params, *source_params, *ns_params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -797,7 +790,6 @@ def _rank(candidates: dict[int, _Candidate], limit: int, config: RecallConfig) -
 
 def _to_hit(
     cand: _Candidate,
-    detail: dict[str, Any],
     ns_by_id: dict[int, Namespace],
     config: RecallConfig,
 ) -> RecallHit:
@@ -817,8 +809,8 @@ def _to_hit(
         boosts=dict(cand.boosts),
         metadata={
             "topic": row["topic"],
-            "emotion_tags": detail.get("emotion_tags", []),
-            "importance_flags": detail.get("importance_flags", []),
+            "emotion_tags": row["emotion_tags"],
+            "importance_flags": row["importance_flags"],
             "confidence": row["confidence"],
             "created_at": created.isoformat() if created else None,
             "tier": row["tier"],

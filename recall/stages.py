@@ -50,6 +50,15 @@ _STOP_WORDS = """a about above after again against all am an and any are aren as
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 
+def in_list(column: str, values: Sequence) -> tuple[str, list]:
+    """`column` is one of values: a single array parameter on PostgreSQL (a list of a few
+    hundred placeholders costs more to build and plan than the lookup itself), an IN
+    list on SQLite. values must not be empty."""
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(%s)", [list(values)]
+    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
+
+
 @dataclass(frozen=True)
 class RecallFilters:
     """What every stage restricts to; built once per call by the service."""

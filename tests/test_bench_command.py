@@ -115,3 +115,27 @@ def test_it_spreads_a_corpus_over_namespaces_and_measures_the_first(monkeypatch)
 def test_it_refuses_more_namespaces_than_a_tenth_of_the_size() -> None:
     with pytest.raises(CommandError, match="--namespaces"):
         call_command("bench", size=100, namespaces=11, stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_it_saves_the_table_and_draws_the_growth_plot(tmp_path) -> None:
+    import json
+
+    from memories.bench_plot import load_runs, series
+
+    _bench(save_dir=str(tmp_path), plot=str(tmp_path / "growth.svg"))
+
+    saved = json.loads(next(tmp_path.glob("*-200-1.json")).read_text())
+    assert saved["size"] == 200 and saved["namespaces"] == 1
+    assert any(row[:2] == ["recall", "in process p50 / p95 / p99"] for row in saved["rows"])
+    # A second, larger run of the same engine gives a line of two points per panel.
+    bigger = {**saved, "size": 2000}
+    (tmp_path / "other-2000-1.json").write_text(json.dumps(bigger))
+    call_command("bench", only="plot", save_dir=str(tmp_path), plot=str(tmp_path / "g.svg"))
+
+    runs = load_runs(tmp_path)
+    line = series(runs, "recall", "in process p50 / p95 / p99", 0)
+    assert [size for size, _ in line[saved["engine"]]] == [200, 2000]
+    svg = (tmp_path / "g.svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<polyline") >= 3
+    assert "not measured" in svg  # nothing over HTTP in the tests

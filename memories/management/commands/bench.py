@@ -42,7 +42,7 @@ from memories import bench_corpus
 from memories.models import Classification, Memory, Namespace
 from memories.services import token_create, token_revoke
 
-PARTS = ("ingest", "recall", "queue", "sweep", "size")
+PARTS = ("ingest", "recall", "queue", "sweep", "size")  # --only plot: just redraw --plot
 LOAD_CONCURRENCY = (1, 8, 32)
 Row = tuple[str, str, str, str]  # section, measure, value, unit
 
@@ -65,14 +65,27 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _local_redis() -> str:
+    """redis://127.0.0.1:6379/15 when a Redis answers there, else ''."""
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=0.5) as sock:
+            sock.sendall(b"PING\r\n")
+            if sock.recv(16).startswith(b"+PONG"):
+                return "redis://127.0.0.1:6379/15"
+    except OSError:
+        pass
+    return ""
+
+
 class Server:
     """A gunicorn serving the app on a free port, with the bench's database."""
 
-    def __init__(self, *, workers: int, database_url: str) -> None:
+    def __init__(self, *, workers: int, database_url: str, redis_url: str = "") -> None:
         self.port = _free_port()
         env = {
             **os.environ,
             "DATABASE_URL": database_url,
+            "REDIS_URL": redis_url,
             "DEBUG": "0",
             "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-" + "x" * 50,
             "SECURE_SSL_REDIRECT": "0",
@@ -158,8 +171,29 @@ class Command(BaseCommand):
         )
         parser.add_argument("--load-seconds", type=int, default=10, help="Per wrk run (10).")
         parser.add_argument("--rebuild", action="store_true", help="Rebuild the corpus.")
+        parser.add_argument(
+            "--save-dir",
+            default="",
+            help="Save the run's table as JSON in this folder (make bench: var/bench).",
+        )
+        parser.add_argument(
+            "--plot",
+            metavar="FILE",
+            help="Draw the saved runs against corpus size as an SVG (e.g. docs/bench-growth.svg).",
+        )
+        parser.add_argument(
+            "--redis-url",
+            default=os.environ.get("REDIS_URL", ""),
+            help="Cache for the HTTP server's rate limiter (default: REDIS_URL, else the "
+            "Redis at 127.0.0.1:6379 when one answers, else the database).",
+        )
 
     def handle(self, *args, **options) -> None:
+        # The in-process figures are taken as production runs: no query log.
+        settings.DEBUG = False
+        if options["plot"] and options["only"] == "plot":
+            self._plot(options["save_dir"], options["plot"])
+            return
         only = {part.strip() for part in options["only"].split(",") if part.strip()}
         unknown = only - set(PARTS)
         if unknown:
@@ -200,7 +234,18 @@ class Command(BaseCommand):
             # The API throttle counts in the database cache; the server needs its table.
             call_command("createcachetable", stdout=StringIO())
             self._progress("  starting gunicorn ...")
-            server = Server(workers=options["workers"], database_url=self._database_url())
+            redis_url = options["redis_url"] or _local_redis()
+            server = Server(
+                workers=options["workers"], database_url=self._database_url(), redis_url=redis_url
+            )
+            rows.append(
+                (
+                    "machine",
+                    "HTTP server",
+                    f"gunicorn x {options['workers']}",
+                    f"rate-limit cache: {'Redis' if redis_url else 'database'}",
+                )
+            )
             token, secret = self._token(namespace)
         try:
             if "ingest" in only:
@@ -223,6 +268,47 @@ class Command(BaseCommand):
                 # Emptied only now: gunicorn may finish requests a load run left in flight.
                 bench_corpus.scratch_namespace()
         self._print(rows)
+        if options["save_dir"]:
+            self._save(options, rows)
+        if options["plot"]:
+            self._plot(options["save_dir"], options["plot"])
+
+    def _save(self, options: dict[str, Any], rows: list[Row]) -> None:
+        directory = Path(options["save_dir"])
+        directory.mkdir(parents=True, exist_ok=True)
+        name = f"{connection.vendor}-{options['size']}-{options['namespaces']}.json"
+        previous: dict[str, Any] = {}
+        path = directory / name
+        if path.exists():
+            try:
+                previous = json.loads(path.read_text())
+            except ValueError:
+                previous = {}
+        # Rows of parts not run this time are kept from the previous run of the same corpus.
+        measured = {(row[0], row[1]) for row in rows}
+        kept = [row for row in previous.get("rows", []) if (row[0], row[1]) not in measured]
+        path.write_text(
+            json.dumps(
+                {
+                    "engine": connection.vendor,
+                    "size": options["size"],
+                    "namespaces": options["namespaces"],
+                    "saved_at": timezone.now().isoformat(),
+                    "rows": [list(row) for row in rows] + kept,
+                },
+                indent=1,
+            )
+        )
+        self._progress(f"  saved to {path}")
+
+    def _plot(self, save_dir: str, target: str) -> None:
+        from memories.bench_plot import growth_svg, load_runs
+
+        if not save_dir:
+            raise CommandError("--plot draws the runs saved in --save-dir; give one.")
+        runs = load_runs(Path(save_dir))
+        Path(target).write_text(growth_svg(runs))
+        self._progress(f"  plot of {len(runs)} saved runs written to {target}")
 
     # --- Helpers ---------------------------------------------------------------------
 
