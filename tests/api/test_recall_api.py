@@ -91,3 +91,39 @@ def test_a_recall_of_a_due_memory_counts_as_an_implicit_review(user, namespace, 
     assert (log.source, log.grade) == ("implicit", 4)
     card = Card.objects.get(memory=memory)
     assert card.next_review > timezone.now()
+
+
+def _recall_queries(api, secret: str, query: str) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        response = api(secret).post(
+            "/api/v1/recall", {"query": query, "track": False}, format="json"
+        )
+    assert response.status_code == 200
+    return len(captured.captured_queries)
+
+
+def test_a_recall_runs_the_same_few_queries_however_many_memories_match(
+    user, namespace, make_token, api
+):
+    _, secret = make_token(user, namespaces=[namespace])
+    first = services.memory_create(namespace=namespace, content="Harbour crane maintenance log")
+    services.association_create(
+        source=first,
+        target=services.memory_create(namespace=namespace, content="Crane operator rota"),
+    )
+    for n in range(12):  # more than the limit: Sf fills it, as it will below
+        services.memory_create(namespace=namespace, content=f"Harbour crane inspection {n}")
+    _recall_queries(api, secret, "warm up")  # the token's first use writes last_used_at
+    few = _recall_queries(api, secret, "harbour crane")
+
+    for n in range(60):
+        services.memory_create(namespace=namespace, content=f"Harbour crane repair {n}")
+    many = _recall_queries(api, secret, "harbour crane")
+
+    assert many == few
+    # Token, rate limit (database cache in the tests), scope, the stages, candidate rows,
+    # links, the event: a fixed number, never one per candidate.
+    assert many <= 20

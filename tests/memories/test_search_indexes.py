@@ -132,3 +132,20 @@ def test_the_sqlite_triggers_survive_every_migration(db):
         "memories_memory_fts_au",
         "memories_memory_trgm_au",
     }
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL indexes")
+def test_postgres_search_indexes_lead_with_the_namespace() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories_memory' "
+            "AND indexdef LIKE '%%USING gin%%'"
+        )
+        gin = dict(cursor.fetchall())
+    assert set(gin) == {
+        "memory_ns_search_vector_gin",
+        "memory_ns_search_text_trgm",
+        "memory_ns_search_original_trgm",
+    }
+    assert all("(namespace_id, search_" in definition for definition in gin.values())
