@@ -21,6 +21,7 @@ from django.db import connection, transaction
 from django.db.models import F, Max, Min, QuerySet
 from django.utils import timezone
 
+from memories.bulk import insert_rows
 from memories.models import Memory, MemoryEvent, Namespace
 from memories.services import memory_touch
 from review.models import LIVE_STATUSES, Card, ReviewLog, StudySession, StudySessionItem
@@ -170,13 +171,13 @@ def _reviews_every_memory(namespace: Namespace) -> bool:
 
 def cards_create_for_new_memories(*, memories: list[Memory]) -> int:
     """Cards for the new memories of personal namespaces, in one bulk insert."""
-    cards = [
-        Card(memory=memory, namespace_id=memory.namespace_id, scheduler=memory.namespace.scheduler)
+    rows = [
+        (memory.pk, memory.namespace_id, memory.namespace.scheduler)
         for memory in memories
         if _reviews_every_memory(memory.namespace)
     ]
-    Card.objects.bulk_create(cards)
-    return len(cards)
+    insert_rows(Card, ("memory_id", "namespace_id", "scheduler"), rows)
+    return len(rows)
 
 
 @transaction.atomic

@@ -1,0 +1,257 @@
+"""Set-based inserts for the bulk paths (memories, their events and cards).
+
+`QuerySet.bulk_create` spends most of its time in Python: it builds a model instance per
+row, compiles one parameter per value through each field's `get_db_prep_save`, and on
+PostgreSQL psycopg then splices tens of thousands of parameters into the statement on the
+client. Here values are prepared only where a field needs it (JSON, naive or SQLite
+datetimes, anything of an unexpected type goes through `get_db_prep_save` as in
+bulk_create), and written:
+
+- PostgreSQL: one `COPY ... FROM STDIN`; when the ids are wanted they are drawn first from
+  the table's own sequence (`nextval`, so concurrent writers never collide).
+- SQLite: multi-row `INSERT ... VALUES` as large as the variable limit allows, `RETURNING`
+  the ids when wanted (ids are assigned in row order, so sorted they match the rows).
+- Any other engine: `bulk_create`.
+
+Like bulk_create this sends no signals and runs no `save()`. Foreign keys are written from
+their `<name>_id` attributes. Atomicity is the caller's: call these inside
+`transaction.atomic()` with the rest of the write.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connections, models, router
+from django.utils import timezone
+
+# Field types whose Python value is written as it is when it has the expected type;
+# a value of any other type goes through the field's get_db_prep_save.
+_AS_IS: dict[str, type] = {
+    "CharField": str,
+    "TextField": str,
+    "SlugField": str,
+    "EmailField": str,
+    "FloatField": float,
+    "BooleanField": bool,
+    "IntegerField": int,
+    "BigIntegerField": int,
+    "SmallIntegerField": int,
+    "PositiveIntegerField": int,
+    "PositiveSmallIntegerField": int,
+    "PositiveBigIntegerField": int,
+    "AutoField": int,
+    "BigAutoField": int,
+    "SmallAutoField": int,
+    "BinaryField": bytes,
+}
+_SQLITE_DEFAULT_VARIABLES = 999
+# insert_new sends fewer objects than this through bulk_create: one INSERT ... RETURNING
+# is as quick for a handful of rows, and keeps single writes on Django's usual path.
+SMALL = 20
+
+
+def _preparer(field: models.Field, connection) -> Callable[[list], list]:
+    """A function from a column of a field's Python values to what the driver is given.
+
+    Columns rather than single values: a column whose values all have the expected type
+    (checked with C-level map and set) passes through without a Python call per value.
+    """
+    target = field.target_field if field.is_relation else field
+    internal = target.get_internal_type()
+    as_is = _AS_IS.get(internal)
+    prep_save = field.get_db_prep_save
+
+    if as_is is not None:
+        plain = {as_is, type(None)}
+
+        def prepare(value: Any) -> Any:
+            if value is None or type(value) is as_is:
+                return value
+            if isinstance(value, enum.Enum) and type(value.value) is as_is:
+                return value.value  # a choices member: the driver writes its value anyway
+            return prep_save(value, connection)
+
+        def prepare_column(column: list) -> list:
+            if set(map(type, column)) <= plain:
+                return column
+            return [prepare(value) for value in column]
+
+        return prepare_column
+
+    if internal == "JSONField":
+        encoder = field.encoder
+        prep_value = field.get_prep_value
+
+        def prepare_json(value: Any) -> Any:
+            if value is None:
+                return None  # SQL NULL, as get_db_prep_save gives for None
+            if type(value) is list and not value:
+                return "[]"
+            # The JSON text, as Django's adapters send it (psycopg's Jsonb dumps it too).
+            return json.dumps(prep_value(value), cls=encoder)
+
+        return lambda column: [prepare_json(value) for value in column]
+
+    if internal == "DateTimeField" and connection.vendor == "postgresql" and settings.USE_TZ:
+
+        def prepare_datetimes(column: list) -> list:
+            # Aware datetimes are what get_db_prep_save returns them as, unchanged.
+            if set(map(type, column)) == {datetime} and None not in set(
+                map(datetime.utcoffset, column)
+            ):
+                return column
+            return [prep_save(value, connection) for value in column]
+
+        return prepare_datetimes
+
+    return lambda column: [prep_save(value, connection) for value in column]
+
+
+def _prepare(fields: Sequence[models.Field], rows: Sequence[Sequence], connection) -> list:
+    """Rows of values for the fields, prepared for the driver, as a list of tuples."""
+    columns = zip(*rows, strict=True) if rows else ()
+    prepared = [
+        _preparer(field, connection)(list(column))
+        for field, column in zip(fields, columns, strict=True)
+    ]
+    return list(zip(*prepared, strict=True))
+
+
+def _write(connection, model, fields, rows: list[list], *, ids: bool) -> list[int]:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            return _copy_postgresql(cursor, model._meta, fields, rows, ids=ids)
+        return _insert_sqlite(connection, cursor, model._meta, fields, rows, ids=ids)
+
+
+def insert_new(objs: Sequence[models.Model], *, ids: bool = False) -> None:
+    """INSERT unsaved instances of one model; with `ids`, set each one's primary key.
+
+    auto_now and auto_now_add fields are stamped as bulk_create does.
+    """
+    if not objs:
+        return
+    model = type(objs[0])
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    if len(objs) < SMALL or connection.vendor not in ("postgresql", "sqlite"):
+        model._base_manager.using(alias).bulk_create(objs)
+        return
+    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
+    stamped = [
+        field
+        for field in fields
+        if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
+    ]
+    attnames = [field.attname for field in fields]
+    rows = []
+    for obj in objs:
+        for field in stamped:
+            field.pre_save(obj, add=True)
+        values = obj.__dict__
+        rows.append([values[attname] for attname in attnames])
+    new_ids = _write(connection, model, fields, _prepare(fields, rows, connection), ids=ids)
+    for obj in objs:
+        obj._state.adding = False
+        obj._state.db = alias
+    if ids:
+        for obj, pk in zip(objs, new_ids, strict=True):
+            obj.pk = pk
+
+
+def insert_rows(
+    model: type[models.Model],
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    ids: bool = False,
+) -> list[int]:
+    """INSERT rows given as values for `columns` (field names or attnames, in that order).
+
+    Every other field takes its default, evaluated once for all the rows (auto_now and
+    auto_now_add fields: now). Returns the new ids, in row order, when `ids` is set.
+    """
+    if not rows:
+        return []
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    opts = model._meta
+    given = [opts.get_field(name) for name in columns]
+    given_names = {field.name for field in given}
+    rest = [
+        field
+        for field in opts.concrete_fields
+        if not field.primary_key and field.name not in given_names
+    ]
+    now = timezone.now()
+    defaults = [
+        now
+        if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
+        else field.get_default()
+        for field in rest
+    ]
+    fields = [*given, *rest]
+    if connection.vendor not in ("postgresql", "sqlite"):
+        objs = [
+            model(**dict(zip((f.attname for f in fields), [*row, *defaults], strict=True)))
+            for row in rows
+        ]
+        model._base_manager.using(alias).bulk_create(objs)
+        return [obj.pk for obj in objs] if ids else []
+    prepared_defaults = _prepare(rest, [defaults], connection)[0] if rest else ()
+    prepared = [[*row, *prepared_defaults] for row in _prepare(given, rows, connection)]
+    return _write(connection, model, fields, prepared, ids=ids)
+
+
+def _copy_postgresql(cursor, opts, fields, rows: list[list], *, ids: bool) -> list[int]:
+    qn = cursor.db.ops.quote_name
+    columns = [qn(field.column) for field in fields]
+    new_ids: list[int] = []
+    if ids:
+        pk_column = opts.pk.column
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [qn(opts.db_table), pk_column, len(rows)],
+        )
+        new_ids = sorted(row[0] for row in cursor.fetchall())
+        columns.insert(0, qn(pk_column))
+        rows = [[pk, *row] for pk, row in zip(new_ids, rows, strict=True)]
+    statement = f"COPY {qn(opts.db_table)} ({', '.join(columns)}) FROM STDIN"
+    with cursor.cursor.copy(statement) as copy:
+        write_row = copy.write_row
+        for row in rows:
+            write_row(row)
+    return new_ids
+
+
+def _sqlite_variable_limit(connection) -> int:
+    try:
+        return connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    except (AttributeError, sqlite3.Error):  # Python < 3.11
+        return _SQLITE_DEFAULT_VARIABLES
+
+
+def _insert_sqlite(connection, cursor, opts, fields, rows: list[list], *, ids: bool) -> list[int]:
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(field.column) for field in fields)
+    placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    per_statement = max(1, _sqlite_variable_limit(connection) // len(fields))
+    returning = f" RETURNING {qn(opts.pk.column)}" if ids else ""
+    new_ids: list[int] = []
+    for start in range(0, len(rows), per_statement):
+        chunk = rows[start : start + per_statement]
+        values = ", ".join([placeholders] * len(chunk))
+        cursor.execute(
+            f"INSERT INTO {qn(opts.db_table)} ({columns}) VALUES {values}{returning}",
+            [value for row in chunk for value in row],
+        )
+        if ids:
+            new_ids += sorted(row[0] for row in cursor.fetchall())
+    return new_ids
