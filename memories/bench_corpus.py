@@ -224,8 +224,7 @@ def _bulk_memories(
     most of an hour. The derived fields are computed in a second process while this one
     writes the previous batch.
     """
-    from memories.services import _snapshot as snapshot
-    from review.services import cards_create_for_new_memories
+    from memories.services import memories_insert
 
     batches = [
         memory_items(namespace, vocab, rng, min(LOAD_BATCH, count - start), now)
@@ -247,23 +246,8 @@ def _bulk_memories(
                     )
                 )
             with transaction.atomic():
-                created = Memory.objects.bulk_create(memories, batch_size=2_000)
-                MemoryEvent.objects.bulk_create(
-                    (
-                        MemoryEvent(
-                            namespace_id=namespace.pk,
-                            memory=memory,
-                            memory_ref=memory.pk,
-                            kind=MemoryEvent.Kind.CREATED,
-                            after=snapshot(memory),
-                            source="bench",
-                            created_at=memory.created_at,
-                        )
-                        for memory in created
-                    ),
-                    batch_size=2_000,
-                )
-                cards_create_for_new_memories(memories=created)
+                memories_insert(memories, source="bench")
+            created = memories
             ids += [memory.pk for memory in created]
             loaded = done + len(ids)
             rate = loaded / max(time.perf_counter() - started, 1e-9)

@@ -579,6 +579,14 @@ def memory_bulk_create(
                 errors[str(index)] = exc.messages
     if errors:
         raise ValidationError(errors)
+    memories_insert(built, actor=actor, source=source)
+    return built
+
+
+def memories_insert(built: list[Memory], *, actor=None, source: str = "system") -> None:
+    """Write built (validated, derived) memories with their 'created' events and cards,
+    set-based; the caller holds the transaction. memory_bulk_create and the benchmark's
+    corpus loader share it."""
     insert_new(built, ids=True)
     actor_id = actor.pk if actor is not None else None
     insert_rows(
@@ -610,7 +618,6 @@ def memory_bulk_create(
     from review.services import cards_create_for_new_memories
 
     cards_create_for_new_memories(memories=built)
-    return built
 
 
 NAMESPACE_EDITABLE_FIELDS = (
