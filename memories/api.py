@@ -266,14 +266,17 @@ class MemoryBulkView(APIView):
         namespaces = {ns.slug: ns for ns in scope.namespaces()}
         items: list[dict[str, Any]] = []
         errors: dict[str, Any] = {}
+        # One serializer validates every item: a new one per item would deep-copy its
+        # twenty declared fields each time, which cost more than the validation itself.
+        item_input = s.MemoryCreateInput()
         for index, raw in enumerate(envelope.validated_data["memories"]):
             raw = dict(raw)
             raw.setdefault("namespace", default_ns)
-            item = s.MemoryCreateInput(data=raw)
-            if not item.is_valid():
-                errors[str(index)] = item.errors
+            try:
+                fields = dict(item_input.run_validation(raw))
+            except serializers.ValidationError as exc:
+                errors[str(index)] = exc.detail
                 continue
-            fields = dict(item.validated_data)
             namespace = namespaces.get(fields.pop("namespace"))
             if namespace is None:
                 errors[str(index)] = {"namespace": ["No such namespace."]}

@@ -23,7 +23,8 @@ from __future__ import annotations
 import enum
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -127,8 +128,87 @@ def _prepare(fields: Sequence[models.Field], rows: Sequence[Sequence], connectio
 def _write(connection, model, fields, rows: list[list], *, ids: bool) -> list[int]:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            return _copy_postgresql(cursor, model._meta, fields, rows, ids=ids)
+            new_ids = _reserve_ids(cursor, model._meta, len(rows)) if ids else []
+            with _copy(cursor, model._meta, fields, ids=ids) as copy:
+                _copy_rows(copy, rows, new_ids)
+            return new_ids
         return _insert_sqlite(connection, cursor, model._meta, fields, rows, ids=ids)
+
+
+@contextmanager
+def writer(
+    model: type[models.Model], *, ids: bool = False, expected: int
+) -> Iterator[Callable[[Sequence[models.Model]], None]]:
+    """Yield write(objs), which INSERTs a chunk of unsaved instances of `model`.
+
+    For callers that build rows as they go: on PostgreSQL every chunk streams into one
+    COPY, which the server works through while the caller builds the next chunk. At most
+    `expected` instances may be written (their ids, wanted or not, are reserved up front
+    on PostgreSQL; unused ones are skipped, as a rolled-back insert skips them). An
+    exception inside the block aborts the COPY; the caller's transaction undoes the rest.
+    With `ids`, write sets each instance's primary key. auto_now fields are stamped.
+    """
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
+    stamped = [
+        field
+        for field in fields
+        if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
+    ]
+    attnames = [field.attname for field in fields]
+
+    def rows_of(objs: Sequence[models.Model]) -> list:
+        rows = []
+        for obj in objs:
+            for field in stamped:
+                field.pre_save(obj, add=True)
+            values = obj.__dict__
+            rows.append([values[attname] for attname in attnames])
+        return _prepare(fields, rows, connection)
+
+    def saved(objs: Sequence[models.Model], new_ids: Sequence[int]) -> None:
+        for obj in objs:
+            obj._state.adding = False
+            obj._state.db = alias
+        if ids:
+            for obj, pk in zip(objs, new_ids, strict=True):
+                obj.pk = pk
+
+    if expected < SMALL or connection.vendor not in ("postgresql", "sqlite"):
+
+        def write_small(objs: Sequence[models.Model]) -> None:
+            model._base_manager.using(alias).bulk_create(objs)
+
+        yield write_small
+        return
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+
+            def write_sqlite(objs: Sequence[models.Model]) -> None:
+                if objs:
+                    rows = rows_of(objs)
+                    saved(
+                        objs, _insert_sqlite(connection, cursor, model._meta, fields, rows, ids=ids)
+                    )
+
+            yield write_sqlite
+        return
+    with connection.cursor() as cursor:
+        reserved = _reserve_ids(cursor, model._meta, expected) if ids else []
+        position = 0
+        with _copy(cursor, model._meta, fields, ids=ids) as copy:
+
+            def write_postgresql(objs: Sequence[models.Model]) -> None:
+                nonlocal position
+                if position + len(objs) > expected:
+                    raise ValueError(f"more than the {expected} rows expected")
+                new_ids = reserved[position : position + len(objs)]
+                position += len(objs)
+                _copy_rows(copy, rows_of(objs), new_ids)
+                saved(objs, new_ids)
+
+            yield write_postgresql
 
 
 def insert_new(objs: Sequence[models.Model], *, ids: bool = False) -> None:
@@ -138,32 +218,8 @@ def insert_new(objs: Sequence[models.Model], *, ids: bool = False) -> None:
     """
     if not objs:
         return
-    model = type(objs[0])
-    alias = router.db_for_write(model)
-    connection = connections[alias]
-    if len(objs) < SMALL or connection.vendor not in ("postgresql", "sqlite"):
-        model._base_manager.using(alias).bulk_create(objs)
-        return
-    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
-    stamped = [
-        field
-        for field in fields
-        if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
-    ]
-    attnames = [field.attname for field in fields]
-    rows = []
-    for obj in objs:
-        for field in stamped:
-            field.pre_save(obj, add=True)
-        values = obj.__dict__
-        rows.append([values[attname] for attname in attnames])
-    new_ids = _write(connection, model, fields, _prepare(fields, rows, connection), ids=ids)
-    for obj in objs:
-        obj._state.adding = False
-        obj._state.db = alias
-    if ids:
-        for obj, pk in zip(objs, new_ids, strict=True):
-            obj.pk = pk
+    with writer(type(objs[0]), ids=ids, expected=len(objs)) as write:
+        write(objs)
 
 
 def insert_rows(
@@ -210,25 +266,31 @@ def insert_rows(
     return _write(connection, model, fields, prepared, ids=ids)
 
 
-def _copy_postgresql(cursor, opts, fields, rows: list[list], *, ids: bool) -> list[int]:
+def _reserve_ids(cursor, opts, count: int) -> list[int]:
+    """`count` new ids from the table's sequence, ascending."""
+    cursor.execute(
+        "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+        [cursor.db.ops.quote_name(opts.db_table), opts.pk.column, count],
+    )
+    return sorted(row[0] for row in cursor.fetchall())
+
+
+def _copy(cursor, opts, fields, *, ids: bool):
     qn = cursor.db.ops.quote_name
     columns = [qn(field.column) for field in fields]
-    new_ids: list[int] = []
     if ids:
-        pk_column = opts.pk.column
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-            [qn(opts.db_table), pk_column, len(rows)],
-        )
-        new_ids = sorted(row[0] for row in cursor.fetchall())
-        columns.insert(0, qn(pk_column))
-        rows = [[pk, *row] for pk, row in zip(new_ids, rows, strict=True)]
-    statement = f"COPY {qn(opts.db_table)} ({', '.join(columns)}) FROM STDIN"
-    with cursor.cursor.copy(statement) as copy:
-        write_row = copy.write_row
+        columns.insert(0, qn(opts.pk.column))
+    return cursor.cursor.copy(f"COPY {qn(opts.db_table)} ({', '.join(columns)}) FROM STDIN")
+
+
+def _copy_rows(copy, rows: Sequence[Sequence], ids: Sequence[int]) -> None:
+    write_row = copy.write_row
+    if ids:
+        for pk, row in zip(ids, rows, strict=True):
+            write_row((pk, *row))
+    else:
         for row in rows:
             write_row(row)
-    return new_ids
 
 
 def _sqlite_variable_limit(connection) -> int:

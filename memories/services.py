@@ -13,7 +13,7 @@ from django.db.models import F
 from django.db.models.functions import Least
 from django.utils import timezone
 
-from memories.bulk import insert_new, insert_rows
+from memories.bulk import insert_new, insert_rows, writer
 from memories.models import (
     Association,
     Classification,
@@ -554,70 +554,96 @@ def token_revoke(*, token, now: datetime | None = None) -> None:
     )
 
 
+# Memories per chunk of a bulk create: built, then written while the next chunk is built.
+BULK_CHUNK = 100
+_EVENT_COLUMNS = (
+    "namespace_id",
+    "memory_id",
+    "memory_ref",
+    "kind",
+    "after",
+    "actor_id",
+    "source",
+    "created_at",
+)
+
+
+def _created_event_rows(memories: Iterable[Memory], actor, source: str) -> list[tuple]:
+    actor_id = actor.pk if actor is not None else None
+    return [
+        (
+            memory.namespace_id,
+            memory.pk,
+            memory.pk,
+            MemoryEvent.Kind.CREATED,
+            _snapshot(memory),
+            actor_id,
+            source,
+            memory.created_at,
+        )
+        for memory in memories
+    ]
+
+
+def _events_and_cards(built: list[Memory], event_rows: list[tuple]) -> None:
+    insert_rows(MemoryEvent, _EVENT_COLUMNS, event_rows)
+    # Imported here: review.services imports this module.
+    from review.services import cards_create_for_new_memories
+
+    cards_create_for_new_memories(memories=built)
+
+
 @transaction.atomic
 def memory_bulk_create(
     *, items: list[dict[str, Any]], actor=None, source: str = "system"
 ) -> list[Memory]:
     """Create many memories at once, all or nothing.
 
-    Each item holds `namespace` (a Namespace) and create fields. Every item is validated
-    before anything is written; the errors of all items are raised as one ValidationError
-    whose keys are "<index>.<field>" (or "<index>" for an error of the whole item), so a
-    caller can report them all. Memories, their 'created' events and their
-    cards are then written set-based (memories.bulk), a few statements for the lot.
+    Each item holds `namespace` (a Namespace) and create fields. Every item is validated;
+    the errors of all items are raised as one ValidationError whose keys are
+    "<index>.<field>" (or "<index>" for an error of the whole item), so a caller can
+    report them all, and then nothing is written.
+
+    Memories, their 'created' events and their cards are written set-based
+    (memories.bulk): valid memories are streamed in chunks of BULK_CHUNK into one COPY on
+    PostgreSQL, which the server works through while the next chunk is built. The first
+    invalid item stops the writing (the rest are still validated, for their errors) and
+    the transaction undoes what was sent.
     """
     built: list[Memory] = []
+    event_rows: list[tuple] = []
     errors: dict[str, list[str]] = {}
-    for index, item in enumerate(items):
-        try:
-            built.append(memory_build(**item))
-        except ValidationError as exc:
-            if hasattr(exc, "error_dict"):
-                for field, messages in exc.message_dict.items():
-                    errors[f"{index}.{field}"] = messages
-            else:
-                errors[str(index)] = exc.messages
-    if errors:
-        raise ValidationError(errors)
-    memories_insert(built, actor=actor, source=source)
+    with writer(Memory, ids=True, expected=len(items)) as write:
+        chunk: list[Memory] = []
+        for index, item in enumerate(items):
+            try:
+                memory = memory_build(**item)
+            except ValidationError as exc:
+                if hasattr(exc, "error_dict"):
+                    for field, messages in exc.message_dict.items():
+                        errors[f"{index}.{field}"] = messages
+                else:
+                    errors[str(index)] = exc.messages
+                continue
+            if errors:
+                continue
+            chunk.append(memory)
+            if len(chunk) == BULK_CHUNK or index == len(items) - 1:
+                write(chunk)
+                built += chunk
+                event_rows += _created_event_rows(chunk, actor, source)
+                chunk = []
+        if errors:
+            raise ValidationError(errors)
+    _events_and_cards(built, event_rows)
     return built
 
 
 def memories_insert(built: list[Memory], *, actor=None, source: str = "system") -> None:
     """Write built (validated, derived) memories with their 'created' events and cards,
-    set-based; the caller holds the transaction. memory_bulk_create and the benchmark's
-    corpus loader share it."""
+    set-based; the caller holds the transaction. The benchmark's corpus loader uses it."""
     insert_new(built, ids=True)
-    actor_id = actor.pk if actor is not None else None
-    insert_rows(
-        MemoryEvent,
-        (
-            "namespace_id",
-            "memory_id",
-            "memory_ref",
-            "kind",
-            "after",
-            "actor_id",
-            "source",
-            "created_at",
-        ),
-        [
-            (
-                memory.namespace_id,
-                memory.pk,
-                memory.pk,
-                MemoryEvent.Kind.CREATED,
-                _snapshot(memory),
-                actor_id,
-                source,
-                memory.created_at,
-            )
-            for memory in built
-        ],
-    )
-    from review.services import cards_create_for_new_memories
-
-    cards_create_for_new_memories(memories=built)
+    _events_and_cards(built, _created_event_rows(built, actor, source))
 
 
 NAMESPACE_EDITABLE_FIELDS = (

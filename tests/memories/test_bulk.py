@@ -164,3 +164,23 @@ def test_insert_new_sets_ids_that_match_the_rows(namespace):
         assert Memory.objects.get(pk=memory.pk).content == f"row {memory.topic}"
     assert bulk.insert_rows(Memory, ("content",), []) == []
     bulk.insert_new([])
+
+
+def test_a_bad_item_after_chunks_were_sent_still_writes_nothing(namespace):
+    count = 2 * services.BULK_CHUNK + 50
+    items = _items(namespace, count)
+    items[services.BULK_CHUNK + 80]["utility"] = -1
+    items[count - 1]["topic"] = "t" * 101
+    with pytest.raises(ValidationError) as caught:
+        services.memory_bulk_create(items=items)
+
+    assert set(caught.value.message_dict) == {
+        f"{services.BULK_CHUNK + 80}.utility",
+        f"{count - 1}.topic",
+    }
+    assert not Memory.objects.exists()
+    assert not MemoryEvent.objects.exists()
+    assert not Card.objects.exists()
+    # The aborted write left the connection usable.
+    assert len(services.memory_bulk_create(items=_items(namespace, 30))) == 30
+    assert Memory.objects.count() == 30
