@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Count, Q, QuerySet
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -218,7 +219,11 @@ class MemoryListView(APIView):
         namespace = scope.namespace(fields.pop("namespace"))
         _check_ceiling(scope, fields.get("classification"))
         memory = services.memory_create(
-            namespace=namespace, actor=request.user, source=_source(request), **fields
+            namespace=namespace,
+            actor=request.user,
+            source=_source(request),
+            prevalidated=True,  # MemoryCreateInput holds every model field rule
+            **fields,
         )
         return Response(s.MemoryOutput(memory).data, status=status.HTTP_201_CREATED)
 
@@ -287,9 +292,20 @@ class MemoryBulkView(APIView):
             items.append({"namespace": namespace, **fields})
         if errors:
             raise serializers.ValidationError({"memories": errors})
-        created = services.memory_bulk_create(
-            items=items, actor=request.user, source=_source(request)
-        )
+        try:
+            created = services.memory_bulk_create(
+                items=items,
+                actor=request.user,
+                source=_source(request),
+                prevalidated=True,  # MemoryCreateInput holds every model field rule
+            )
+        except DjangoValidationError as exc:
+            # The service names "<index>.<field>"; answer in this endpoint's shape.
+            nested: dict[str, dict[str, list[str]]] = {}
+            for key, messages in exc.message_dict.items():
+                index, _, field = key.partition(".")
+                nested.setdefault(index, {})[field or "non_field_errors"] = messages
+            raise serializers.ValidationError({"memories": nested}) from exc
         return Response(s.MemoryOutput(created, many=True).data, status=status.HTTP_201_CREATED)
 
 

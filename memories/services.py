@@ -149,6 +149,8 @@ def _validate(memory: Memory, fields: Iterable[str] | None = None) -> None:
     # What Model.clean_fields does, for the named fields only (in model order, the cleaned
     # value written back, every field's errors collected).
     names = set(fields)
+    if not names:
+        return
     errors: dict[str, list] = {}
     for field in Memory._meta.fields:
         if field.name not in names:
@@ -211,9 +213,16 @@ def memory_build(
     content: str,
     keywords: list[str] | None = None,
     created_at: datetime | None = None,
+    prevalidated: bool = False,
     **fields: Any,
 ) -> Memory:
-    """An unsaved, validated memory with its derived fields (used by create and bulk)."""
+    """An unsaved, validated memory with its derived fields (used by create and bulk).
+
+    `prevalidated`: the values come from memories.serializers.MemoryCreateInput, whose
+    rules include every rule of the model fields (tests/api/test_memory_input.py checks
+    they stay so), so model field validation is skipped; the blank-content and NUL checks
+    still run.
+    """
     unknown = set(fields) - _EDITABLE
     if unknown:
         raise ValidationError({name: "Unknown field." for name in sorted(unknown)})
@@ -228,7 +237,7 @@ def memory_build(
             "last_used_at": now,
         },
     )
-    _validate(memory, fields=(*_ALWAYS_SUPPLIED, *fields))
+    _validate(memory, fields=() if prevalidated else (*_ALWAYS_SUPPLIED, *fields))
     _derive(memory)
     return memory
 
@@ -242,11 +251,18 @@ def memory_create(
     created_at: datetime | None = None,
     actor=None,
     source: str = "system",
+    prevalidated: bool = False,
     **fields: Any,
 ) -> Memory:
-    """Store one memory in a namespace. `fields` are any of EDITABLE_FIELDS."""
+    """Store one memory in a namespace. `fields` are any of EDITABLE_FIELDS;
+    `prevalidated` as in memory_build."""
     memory = memory_build(
-        namespace=namespace, content=content, keywords=keywords, created_at=created_at, **fields
+        namespace=namespace,
+        content=content,
+        keywords=keywords,
+        created_at=created_at,
+        prevalidated=prevalidated,
+        **fields,
     )
     memory.save(force_insert=True)
     _record(
@@ -595,14 +611,18 @@ def _events_and_cards(built: list[Memory], event_rows: list[tuple]) -> None:
 
 @transaction.atomic
 def memory_bulk_create(
-    *, items: list[dict[str, Any]], actor=None, source: str = "system"
+    *,
+    items: list[dict[str, Any]],
+    actor=None,
+    source: str = "system",
+    prevalidated: bool = False,
 ) -> list[Memory]:
     """Create many memories at once, all or nothing.
 
     Each item holds `namespace` (a Namespace) and create fields. Every item is validated;
     the errors of all items are raised as one ValidationError whose keys are
     "<index>.<field>" (or "<index>" for an error of the whole item), so a caller can
-    report them all, and then nothing is written.
+    report them all, and then nothing is written. `prevalidated` as in memory_build.
 
     Memories, their 'created' events and their cards are written set-based
     (memories.bulk): valid memories are streamed in chunks of BULK_CHUNK into one COPY on
@@ -617,7 +637,7 @@ def memory_bulk_create(
         chunk: list[Memory] = []
         for index, item in enumerate(items):
             try:
-                memory = memory_build(**item)
+                memory = memory_build(**item, prevalidated=prevalidated)
             except ValidationError as exc:
                 if hasattr(exc, "error_dict"):
                     for field, messages in exc.message_dict.items():

@@ -220,6 +220,46 @@ def test_bulk_create_is_all_or_nothing_with_per_item_errors(writer, namespace):
     assert all(m.search_text.startswith("fact") for m in Memory.objects.all())
 
 
+def test_bulk_reports_the_services_item_errors_by_index_and_field(writer, namespace, monkeypatch):
+    # The serializer catches every rule first; should the service still refuse an item,
+    # its "<index>.<field>" errors come back in the endpoint's own shape.
+    from django.core.exceptions import ValidationError
+
+    def refuse(**kwargs):
+        raise ValidationError({"1.content": ["Refused."], "4": ["Whole item refused."]})
+
+    monkeypatch.setattr(services, "memory_bulk_create", refuse)
+    payload = {"namespace": namespace.slug, "memories": [{"content": "a"}] * 5}
+    response = writer.post("/api/v1/memories/bulk", payload, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"]["memories"] == {
+        "1": {"content": ["Refused."]},
+        "4": {"non_field_errors": ["Whole item refused."]},
+    }
+
+
+def test_bulk_of_many_items_stores_them_all_with_events(writer, namespace):
+    payload = {
+        "namespace": namespace.slug,
+        "memories": [
+            {"content": f"Memory {i}", "keywords": [f"k{i}"], "strength": 1.5, "topic": "many"}
+            for i in range(250)
+        ],
+    }
+    response = writer.post("/api/v1/memories/bulk", payload, format="json")
+    assert response.status_code == 201
+    body = response.json()
+    assert [row["content"] for row in body] == [f"Memory {i}" for i in range(250)]
+    stored = {m.pk: m for m in Memory.objects.filter(topic="many")}
+    assert len(stored) == 250
+    for row in body:
+        memory = stored[row["id"]]
+        assert memory.content == row["content"] and memory.keywords == row["keywords"]
+        assert memory.search_text == f"{row['content'].lower()} {row['keywords'][0]}"
+    assert MemoryEvent.objects.filter(kind="created", memory_id__in=stored).count() == 250
+    assert MemoryEvent.objects.filter(source="api").count() == 250
+
+
 @override_settings(API_BULK_MAX=3)
 def test_bulk_over_the_limit_names_the_limit(writer, namespace):
     payload = {"namespace": namespace.slug, "memories": [{"content": "x"}] * 4}

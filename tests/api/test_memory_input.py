@@ -96,3 +96,54 @@ def test_update_input_validates_as_drf_does(data):
 )
 def test_examples_validate_as_drf_does(data):
     assert _outcome(s.MemoryCreateInput(), data) == _outcome(_Reference(), data)
+
+
+def test_the_api_input_holds_every_rule_of_the_model_fields():
+    """The API passes prevalidated=True and skips model field validation: every rule a
+    Memory field enforces must be enforced (as strictly or more) by MemoryCreateInput."""
+    from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
+    from django.db import models
+
+    from memories.models import Classification, Memory
+    from memories.services import EDITABLE_FIELDS
+
+    api_fields = s.MemoryCreateInput().fields
+    for name in (*EDITABLE_FIELDS, "created_at"):
+        model_field = Memory._meta.get_field(name)
+        api_field = api_fields[name]
+        assert not api_field.read_only, name
+        if not model_field.null:
+            assert not api_field.allow_null, name
+        if model_field.choices:
+            choices = set(api_field.choices)
+            if name == "classification":
+                choices = {Classification.from_name(label).value for label in choices}
+            assert choices <= {value for value, _ in model_field.choices}, name
+            continue
+        if isinstance(model_field, models.CharField | models.TextField):
+            assert isinstance(api_field, serializers.CharField), name
+            if not model_field.blank:
+                assert not api_field.allow_blank, name
+            if model_field.max_length is not None:
+                assert api_field.max_length is not None, name
+                assert api_field.max_length <= model_field.max_length, name
+        if isinstance(model_field, models.JSONField):
+            assert isinstance(api_field, serializers.ListField), name
+            assert isinstance(api_field.child, serializers.CharField), name
+        if isinstance(model_field, models.DateTimeField):
+            assert isinstance(api_field, serializers.DateTimeField), name
+        if isinstance(model_field, models.FloatField):
+            assert type(api_field) is serializers.FloatField, name
+        if isinstance(model_field, models.IntegerField):
+            assert type(api_field) is serializers.IntegerField, name
+        for validator in model_field.validators:
+            if isinstance(validator, MinValueValidator):
+                assert api_field.min_value is not None, name
+                assert api_field.min_value >= validator.limit_value, name
+            elif isinstance(validator, MaxValueValidator):
+                assert api_field.max_value is not None, name
+                assert api_field.max_value <= validator.limit_value, name
+            elif isinstance(validator, MaxLengthValidator):
+                continue  # compared as max_length above
+            else:  # anything else: the API field runs a validator of the same kind
+                assert type(validator) in {type(v) for v in api_field.validators}, name
