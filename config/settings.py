@@ -326,7 +326,7 @@ if SIGNATURE_BITS % 64:
 # How recall fuses its stages and ranks (docs/recall.md; defaults from docs/evaluation.md).
 RECALL_FUSION = env.choice("RECALL_FUSION", "penalty", ("penalty", "rrf"))
 RECALL_RRF_K = env.int("RECALL_RRF_K", 60, minimum=1)
-RECALL_CANDIDATE_CAP = env.int("RECALL_CANDIDATE_CAP", 100, minimum=10, maximum=5000)
+RECALL_CANDIDATE_CAP = env.int("RECALL_CANDIDATE_CAP", 200, minimum=10, maximum=5000)
 RECALL_MATCH_BUDGET = env.int("RECALL_MATCH_BUDGET", 2000, minimum=100)
 RECALL_MMR_LAMBDA = env.float("RECALL_MMR_LAMBDA", 0.7, minimum=0.0, maximum=1.0)
 RECALL_KEYWORD_BOOST = env.float("RECALL_KEYWORD_BOOST", 0.3, minimum=0.0)
@@ -336,7 +336,9 @@ RECALL_EPISODE_WINDOW_MINUTES = env.float("RECALL_EPISODE_WINDOW_MINUTES", 30.0,
 RECALL_SIGNATURE_THRESHOLD = env.float("RECALL_SIGNATURE_THRESHOLD", 0.65, minimum=0.5, maximum=1.0)
 RECALL_SIGNATURE_CAP = env.int("RECALL_SIGNATURE_CAP", 5, minimum=0)
 RECALL_SIGNATURE_SCAN_CAP = env.int("RECALL_SIGNATURE_SCAN_CAP", 5_000, minimum=100)
-RECALL_VECTOR_SCAN_CAP = env.int("RECALL_VECTOR_SCAN_CAP", 20_000, minimum=100)
+# Se keeps the RECALL_VECTOR_RERANK x (its limit) memories whose sign codes are nearest the
+# query's and ranks those by exact cosine (recall.stages.embedding_search).
+RECALL_VECTOR_RERANK = env.int("RECALL_VECTOR_RERANK", 10, minimum=1, maximum=1000)
 # Document-frequency statistics of large namespaces (PostgreSQL; docs/recall.md).
 RECALL_TERM_STATS_MIN_MEMORIES = env.int("RECALL_TERM_STATS_MIN_MEMORIES", 2_000, minimum=0)
 RECALL_TERM_STATS_MIN_DOCUMENTS = env.int("RECALL_TERM_STATS_MIN_DOCUMENTS", 32, minimum=1)

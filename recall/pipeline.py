@@ -89,7 +89,7 @@ class RecallConfig:
 
     fusion: str = "penalty"
     rrf_k: int = 60
-    candidate_cap: int = 100
+    candidate_cap: int = 200
     match_budget: int = 2000
     mmr_lambda: float = 0.7
     keyword_boost: float = 0.3
@@ -104,7 +104,7 @@ class RecallConfig:
     embedding_provider: str = "local"
     embedding_threshold: float = 0.5
     embedding_budget_s: float = 0.25
-    vector_scan_cap: int = 20_000
+    vector_rerank: int = 10
     signature_bits: int = 256
     signature_threshold: float = 0.65
     signature_cap: int = 5
@@ -145,7 +145,7 @@ class RecallConfig:
             "embedding_provider": s.EMBEDDING_PROVIDER,
             "embedding_threshold": s.EMBEDDING_SIMILARITY_THRESHOLD,
             "embedding_budget_s": s.EMBEDDING_QUERY_BUDGET_MS / 1000,
-            "vector_scan_cap": s.RECALL_VECTOR_SCAN_CAP,
+            "vector_rerank": s.RECALL_VECTOR_RERANK,
             "signature_bits": s.SIGNATURE_BITS,
             "signature_threshold": s.RECALL_SIGNATURE_THRESHOLD,
             "signature_cap": s.RECALL_SIGNATURE_CAP,
@@ -342,17 +342,15 @@ def run_pipeline(
         remaining = config.embedding_budget_s - (time.perf_counter() - se_started)
         try:
             vector = embed_future.result(timeout=max(0.0, remaining))[0]
-            se_hits, truncated = stages.embedding_search(
+            se_hits = stages.embedding_search(
                 vector,
                 filters,
                 model=provider.model,
                 threshold=config.embedding_threshold,
                 limit=limit * 3,
-                scan_cap=config.vector_scan_cap,
+                rerank=config.vector_rerank,
             )
             embeddings_available = True
-            if truncated:
-                warnings.append(f"Se compared only the newest {config.vector_scan_cap} vectors.")
             timings["Se"] = _timing(
                 _ms(se_started), len(se_hits), detail="cosine similarity to query embedding"
             )
