@@ -105,6 +105,8 @@ def embeddings_backfill(
     Raises BackfillError (with the report's counts) when a batch still fails after
     `retries` retries, waiting backoff_seconds x 2^n before retry n + 1.
     """
+    from recall.vectorcodes import write_codes
+
     started = time.perf_counter()
     report = BackfillReport()
     pending = pending_embeddings(model=embedder.model, namespace=namespace).order_by("id")
@@ -113,11 +115,13 @@ def embeddings_backfill(
         if time_budget_seconds is not None and time.perf_counter() - started > time_budget_seconds:
             report.stopped_early = True
             break
-        batch = list(pending.filter(id__gt=last_id).values_list("id", "content")[:batch_size])
+        batch = list(
+            pending.filter(id__gt=last_id).values_list("id", "content", "namespace_id")[:batch_size]
+        )
         if not batch:
             break
         last_id = batch[-1][0]
-        texts = [content for _, content in batch]
+        texts = [content for _, content, _ in batch]
         blobs = _embed_with_retries(embedder, texts, retries, backoff_seconds, sleep, report)
         if blobs is None:
             report.duration_seconds = time.perf_counter() - started
@@ -127,14 +131,18 @@ def embeddings_backfill(
                 report.counts(),
             )
         with transaction.atomic():
-            for (memory_id, content), blob in zip(batch, blobs, strict=True):
+            coded = []
+            for (memory_id, content, namespace_id), blob in zip(batch, blobs, strict=True):
                 written = Memory.objects.filter(pk=memory_id, content=content).update(
                     embedding=blob, embedding_model=embedder.model
                 )
                 if written:
                     report.embedded += 1
+                    coded.append((memory_id, namespace_id, embedder.model, blob))
                 else:
                     report.skipped_changed += 1
+            # Recall's first step ranks the vectors' sign codes (recall.vectorcodes).
+            write_codes(coded)
         report.batches += 1
     report.duration_seconds = time.perf_counter() - started
     return report

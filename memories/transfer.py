@@ -331,9 +331,17 @@ class _Importer:
     def flush(self) -> None:
         if not self.pending:
             return
+        from recall.vectorcodes import write_codes
+
         created = Memory.objects.bulk_create([memory for _, memory in self.pending])
         for (old, _), memory in zip(self.pending, created, strict=True):
             self.result.memories[old] = memory.pk
+        # Imported vectors get their sign codes, which recall ranks first.
+        write_codes(
+            (memory.pk, memory.namespace_id, memory.embedding_model, memory.embedding)
+            for memory in created
+            if memory.embedding is not None and memory.embedding_model
+        )
         self.pending.clear()
 
     def handle(self, record: dict[str, Any]) -> None:

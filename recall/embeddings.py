@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from django.conf import settings
+from django.db import transaction
 
 if TYPE_CHECKING:
     import numpy as np
@@ -200,9 +201,11 @@ def embed_pending(
     """Embed live memories that have no vector from the current model; returns how many.
 
     Meant for the background worker (embedding is slow on small machines). Batches are
-    written with one bulk UPDATE each; the search triggers ignore these columns.
+    written with one bulk UPDATE each, with their sign codes (recall.vectorcodes); the
+    search triggers ignore these columns.
     """
     from memories.models import Memory
+    from recall.vectorcodes import write_codes
 
     provider = get_provider(provider) if provider is None or isinstance(provider, str) else provider
     pending = (
@@ -216,7 +219,7 @@ def embed_pending(
     last_id = 0
     while limit is None or done < limit:
         size = batch_size if limit is None else min(batch_size, limit - done)
-        batch = list(pending.filter(id__gt=last_id).only("id", "content")[:size])
+        batch = list(pending.filter(id__gt=last_id).only("id", "namespace_id", "content")[:size])
         if not batch:
             break
         vectors = embed_texts(
@@ -225,7 +228,9 @@ def embed_pending(
         for memory, vector in zip(batch, vectors, strict=True):
             memory.embedding = vector_to_bytes(vector)
             memory.embedding_model = provider.model
-        Memory.objects.bulk_update(batch, ["embedding", "embedding_model"])
+        with transaction.atomic():
+            Memory.objects.bulk_update(batch, ["embedding", "embedding_model"])
+            write_codes((m.pk, m.namespace_id, provider.model, m.embedding) for m in batch)
         done += len(batch)
         last_id = batch[-1].id
     return done

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from memories.models import ApiToken, Namespace
+from memories.models import ApiToken, Memory, Namespace
 
 
 class RecallEvent(models.Model):
@@ -53,3 +53,62 @@ class TermStat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.lexeme or '(memories)'}: {self.documents}"
+
+
+class BitCodeField(models.Field):
+    """A fixed-length bit string: bytes in Python, `bit varying` on PostgreSQL (so XOR and
+    bit_count run in SQL), a blob on SQLite."""
+
+    description = "Bit string"
+
+    def db_type(self, connection) -> str:
+        if connection.vendor == "postgresql":
+            return "bit varying"
+        return connection.data_types["BinaryField"]
+
+    def get_internal_type(self) -> str:
+        # Not "BinaryField": bulk writers pass a BinaryField's bytes to the driver as they
+        # are, and PostgreSQL wants the bit string.
+        return "BitCodeField"
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        if value is None:
+            return None
+        value = bytes(value)
+        if connection.vendor == "postgresql":
+            return "".join(f"{byte:08b}" for byte in value)
+        return value
+
+    def from_db_value(self, value, expression, connection):
+        if value is None:
+            return None
+        if isinstance(value, str):  # PostgreSQL's bit string
+            return int(value, 2).to_bytes(len(value) // 8, "big") if value else b""
+        return bytes(value)
+
+    def to_python(self, value):
+        return value if value is None else bytes(value)
+
+
+class EmbeddingCode(models.Model):
+    """The sign code of a memory's embedding (recall.vectorcodes): Se's coarse step.
+
+    One row per memory with a vector, kept apart from memories_memory so that ranking a
+    namespace's codes reads 48 bytes a memory instead of its whole row. namespace and
+    model are copies of the memory's, for the namespace-first index.
+    """
+
+    memory = models.OneToOneField(
+        Memory, on_delete=models.CASCADE, primary_key=True, related_name="embedding_code"
+    )
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    model = models.CharField(max_length=100)
+    code = BitCodeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["namespace", "model"], name="embcode_ns_model")]
+
+    def __str__(self) -> str:
+        return f"code of memory {self.memory_id} ({self.model})"

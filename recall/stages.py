@@ -434,35 +434,34 @@ def embedding_search(
     model: str,
     threshold: float,
     limit: int,
-    scan_cap: int,
-) -> tuple[list[tuple[int, float]], bool]:
-    """Cosine similarity of the query vector to the namespace's stored vectors.
+    rerank: int = 10,
+) -> list[tuple[int, float]]:
+    """Cosine similarity of the query vector to the namespace's stored vectors, in two steps.
 
-    Returns ((id, cosine) best first, at most limit, at or above threshold; truncated),
-    truncated being True when more than scan_cap vectors matched the filters and only the
-    newest scan_cap were compared. Vectors are stored L2-normalised float32, so cosine is a
-    dot product over one matrix.
+    1. The sign codes of the filtered memories' vectors (recall.vectorcodes) are ranked by
+       Hamming distance to the query's code, in SQL, and the best `rerank x limit` kept;
+    2. those are re-ranked exactly by cosine from their float32 vectors.
+
+    Returns (id, cosine) best first, at most limit, at or above threshold. Step 1 first
+    ranks the namespace's codes alone (a narrow table) and applies the filters to the best
+    PREFILTER x rerank x limit of them; when fewer than rerank x limit pass, it ranks the
+    filtered codes (one join per memory, slower, exact). Either way the filters are in SQL,
+    so nothing outside them is read. Only vectors of `model` are compared.
     """
     import numpy as np
 
-    where, params = filters.sql("m")
-    sql = (
-        "SELECT m.id, m.embedding FROM memories_memory m "
-        f"WHERE m.embedding IS NOT NULL AND m.embedding_model = %s AND {where} "
-        "ORDER BY m.created_at DESC LIMIT %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [model, *params, scan_cap + 1])
-        rows = cursor.fetchall()
-    truncated = len(rows) > scan_cap
-    rows = rows[:scan_cap]
-    if not rows:
-        return [], truncated
+    from recall import vectorcodes
+
     query = np.asarray(vector, dtype=np.float32).ravel()
     norm = float(np.linalg.norm(query))
-    if norm == 0:
-        return [], truncated
+    if norm == 0 or limit <= 0:
+        return []
     query = query / norm
+    code = vectorcodes.sign_code(query)
+    keep = max(limit, rerank * limit)
+    rows = _nearest_codes(code, filters, model=model, keep=keep, prefilter=PREFILTER * keep)
+    if len(rows) < keep:
+        rows = _nearest_codes(code, filters, model=model, keep=keep, prefilter=None)
     dim = query.shape[0]
     ids = []
     blobs = []
@@ -472,11 +471,63 @@ def embedding_search(
             ids.append(memory_id)
             blobs.append(data)
     if not ids:
-        return [], truncated
+        return []
     matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), dim)
     scores = matrix @ query
-    order = np.argsort(-scores)[:limit]
-    return [(ids[i], float(scores[i])) for i in order if scores[i] >= threshold], truncated
+    order = np.argsort(-scores, kind="stable")[:limit]
+    return [(ids[i], float(scores[i])) for i in order if scores[i] >= threshold]
+
+
+# Step 1 filters the best PREFILTER x keep codes of the namespace before falling back to
+# ranking only the filtered ones: at 4, the usual filters (live, hot, unexpired, within
+# the ceiling) would have to hide three memories in four to force the fallback.
+PREFILTER = 4
+
+
+def _nearest_codes(
+    code: bytes, filters: RecallFilters, *, model: str, keep: int, prefilter: int | None
+) -> list[tuple[int, bytes]]:
+    """(id, vector bytes) of the `keep` filtered memories whose codes are nearest `code`.
+
+    With `prefilter`, only the nearest `prefilter` codes of the namespaces (no join) are
+    looked up in memories_memory; without, every filtered memory's code is ranked.
+    """
+    from recall import vectorcodes
+
+    where, params = filters.sql("m")
+    namespaces, namespace_params = in_list("c.namespace_id", filters.namespace_ids)
+    if connection.vendor == "postgresql":
+        distance = "bit_count(c.code # %s::varbit)"
+        distance_params = [vectorcodes.query_code_bits(code)]
+        length_sql, length = "bit_length(c.code)", 8 * len(code)
+    else:
+        vectorcodes.register_sqlite_distance(code)
+        distance = "engram_code_distance(c.code)"
+        distance_params = []
+        length_sql, length = "length(c.code)", len(code)
+    codes_where = f"{namespaces} AND c.model = %s AND {length_sql} = %s"
+    memory_where = f"m.embedding IS NOT NULL AND m.embedding_model = %s AND {where}"
+    codes_params = [*namespace_params, model, length]
+    if prefilter is not None:
+        sql = (
+            "SELECT n.memory_id, m.embedding FROM ("
+            f"SELECT c.memory_id, {distance} AS distance FROM recall_embeddingcode c "
+            f"WHERE {codes_where} ORDER BY distance, c.memory_id DESC LIMIT %s) n "
+            f"JOIN memories_memory m ON m.id = n.memory_id WHERE {memory_where} "
+            "ORDER BY n.distance, n.memory_id DESC LIMIT %s"
+        )
+        all_params = [*distance_params, *codes_params, prefilter, model, *params, keep]
+    else:
+        sql = (
+            f"SELECT c.memory_id, m.embedding FROM recall_embeddingcode c "
+            f"JOIN memories_memory m ON m.id = c.memory_id "
+            f"WHERE {codes_where} AND {memory_where} "
+            f"ORDER BY {distance}, c.memory_id DESC LIMIT %s"
+        )
+        all_params = [*codes_params, model, *params, *distance_params, keep]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, all_params)
+        return cursor.fetchall()
 
 
 # --- Ss: signatures ----------------------------------------------------------------------

@@ -36,7 +36,9 @@ def embedding_backfill(namespace_id: int | None = None) -> dict[str, Any]:
         return {"skipped": "EMBEDDING_ENABLED is off"}
 
     def work() -> dict[str, Any]:
-        return embeddings_backfill(
+        from recall.vectorcodes import sync_codes
+
+        counts = embeddings_backfill(
             embedder=ProviderEmbedder(),
             namespace=namespace_id,
             batch_size=settings.EMBEDDING_BACKFILL_BATCH,
@@ -46,6 +48,11 @@ def embedding_backfill(namespace_id: int | None = None) -> dict[str, Any]:
             # Stop well inside Q_TIMEOUT, or the worker would kill the run mid-batch.
             time_budget_seconds=settings.Q_TIMEOUT / 2,
         ).counts()
+        # Vectors written by any other path get the sign code Se ranks first.
+        counts["codes_written"] = sync_codes(
+            namespace_ids=None if namespace_id is None else [namespace_id]
+        )
+        return counts
 
     return run_recorded(BackgroundRun.Kind.EMBEDDING_BACKFILL, work, namespace_id=namespace_id)
 
