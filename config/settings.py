@@ -145,7 +145,8 @@ if REDIS_URL:
 else:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            # Django's, with the throttle's writes committed lazily (config/cache.py).
+            "BACKEND": "config.cache.DatabaseCache",
             "LOCATION": "engram_cache",
         }
     }

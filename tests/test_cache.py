@@ -1,0 +1,58 @@
+"""The database cache commits its own writes lazily on PostgreSQL, and only its own."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+from django.db import connection, transaction
+
+
+def _synchronous_commit() -> str | None:
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
+
+
+@pytest.fixture
+def cache_table(transactional_db):
+    from django.core.management import call_command
+
+    call_command("createcachetable", verbosity=0)
+    yield
+    cache.clear()
+
+
+def test_writes_outside_a_transaction_are_stored_and_the_setting_does_not_leak(cache_table):
+    before = _synchronous_commit()
+    sent: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        sent.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        assert cache.set("k", [1, 2]) is None
+    if connection.vendor == "postgresql":
+        assert sent[0] == "SET LOCAL synchronous_commit TO OFF"
+    else:
+        assert "synchronous_commit" not in " ".join(sent)
+    assert cache.get("k") == [1, 2]
+    assert cache.add("k", "other") is False
+    assert cache.add("k2", "new") is True
+    cache.touch("k", 60)
+    assert cache.get_many(["k", "k2"]) == {"k": [1, 2], "k2": "new"}
+    assert _synchronous_commit() == before
+    assert not connection.in_atomic_block
+
+
+def test_writes_inside_a_transaction_belong_to_it(cache_table):
+    with pytest.raises(RuntimeError), transaction.atomic():
+        cache.set("inside", "x")
+        assert _synchronous_commit() in (None, "on")
+        raise RuntimeError
+    assert cache.get("inside") is None
+    with transaction.atomic():
+        cache.set("kept", "y")
+    assert cache.get("kept") == "y"
