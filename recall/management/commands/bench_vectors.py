@@ -1,0 +1,283 @@
+"""Time Se (recall.stages.embedding_search) on a large namespace of synthetic vectors.
+
+The namespace holds N memories whose vectors are drawn around `clusters` random centres
+(unit centre + Gaussian noise of relative length `noise`, optionally plus a direction
+shared by every vector, `offset`, as real embedding models have), L2-normalised, with
+their sign codes. It is written with set-based inserts (COPY on PostgreSQL) and kept
+between runs: the namespace's description stamps the parameters, and an unchanged one is
+reused. Queries are drawn from the same distribution with another seed.
+
+Printed: p50/p95 of embedding_search as the pipeline calls it (limit 3 x --limit), the
+median over --runs runs of --queries queries; recall of the two-step search against the
+exact one (the share of the exact top --limit found in the two-step top --limit, and in
+its whole list); and the exact scan of every vector for comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from datetime import timedelta
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from memories.bulk import insert_rows
+from memories.models import Classification, Memory, Namespace
+from recall.management.commands.eval_recall import percentile
+from recall.models import EmbeddingCode
+from recall.stages import RecallFilters, embedding_search
+from recall.vectorcodes import sign_codes
+
+BENCH_USER = "engram-bench"
+MODEL = "bench-vectors-v1"
+VERSION = 1
+SEED = 17
+CHUNK = 5_000
+
+
+def _vectors(rng, centres, shared, noise: float, count: int):
+    """count unit vectors around random centres (and the labels of those centres)."""
+    import numpy as np
+
+    labels = rng.integers(0, len(centres), count)
+    offsets = rng.standard_normal((count, centres.shape[1])).astype(np.float32)
+    offsets *= noise / np.linalg.norm(offsets, axis=1, keepdims=True)
+    vectors = centres[labels] + offsets + shared
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors.astype(np.float32), labels
+
+
+def _distribution(dim: int, clusters: int, offset: float):
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    centres = rng.standard_normal((clusters, dim)).astype(np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    shared = rng.standard_normal(dim).astype(np.float32)
+    shared *= offset / np.linalg.norm(shared)
+    return centres, shared
+
+
+class Command(BaseCommand):
+    help = "Build (once) N synthetic memory vectors and time Se's two-step search on them."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--size", type=int, default=100_000, help="memories (100,000)")
+        parser.add_argument("--dim", type=int, default=384, help="dimensions (384)")
+        parser.add_argument(
+            "--clusters", type=int, default=0, help="cluster centres (default: size / 100)"
+        )
+        parser.add_argument(
+            "--noise", type=float, default=1.0, help="noise length relative to a centre (1.0)"
+        )
+        parser.add_argument(
+            "--offset", type=float, default=0.0, help="length of a direction shared by all (0)"
+        )
+        parser.add_argument("--queries", type=int, default=100, help="queries per run (100)")
+        parser.add_argument("--runs", type=int, default=3, help="timed runs; medians (3)")
+        parser.add_argument("--limit", type=int, default=10, help="recall limit (10)")
+        parser.add_argument(
+            "--rerank", type=int, default=None, help="multiplier (RECALL_VECTOR_RERANK)"
+        )
+        parser.add_argument(
+            "--exact-queries", type=int, default=10, help="queries timed on the exact scan (10)"
+        )
+        parser.add_argument("--rebuild", action="store_true", help="rebuild the namespace")
+
+    def handle(self, *args, **options) -> None:
+        import numpy as np
+        from django.conf import settings
+
+        size, dim = options["size"], options["dim"]
+        clusters = options["clusters"] or max(1, size // 100)
+        noise, offset = options["noise"], options["offset"]
+        limit = options["limit"]
+        rerank = options["rerank"] or settings.RECALL_VECTOR_RERANK
+        stamp = {
+            "version": VERSION,
+            "size": size,
+            "dim": dim,
+            "clusters": clusters,
+            "noise": noise,
+            "offset": offset,
+        }
+        namespace, built = self._corpus(stamp, rebuild=options["rebuild"])
+        self.stdout.write(
+            f"{size:,} vectors of {dim} dimensions around {clusters:,} centres "
+            f"(noise {noise}, shared offset {offset}) in namespace {namespace.slug} "
+            f"on {connection.vendor}: {built}"
+        )
+
+        centres, shared = _distribution(dim, clusters, offset)
+        rng = np.random.default_rng(SEED + 1)
+        queries, _ = _vectors(rng, centres, shared, noise, options["queries"])
+        filters = RecallFilters(
+            namespace_ids=(namespace.pk,), ceiling=Classification.RESTRICTED, now=timezone.now()
+        )
+        se_limit = 3 * limit  # what the pipeline asks Se for
+
+        ids, matrix = self._all_vectors(namespace)
+        exact = []
+        for query in queries:
+            scores = matrix @ query
+            exact.append([int(ids[i]) for i in np.argsort(-scores, kind="stable")[:limit]])
+
+        embedding_search(queries[0], filters, model=MODEL, threshold=-1.0, limit=se_limit)
+        p50s, p95s = [], []
+        found_top, found_list = [], []
+        for run in range(options["runs"]):
+            times = []
+            for index, query in enumerate(queries):
+                started = time.perf_counter()
+                hits = embedding_search(
+                    query, filters, model=MODEL, threshold=-1.0, limit=se_limit, rerank=rerank
+                )
+                times.append((time.perf_counter() - started) * 1000)
+                if run == 0:
+                    got = [memory_id for memory_id, _ in hits]
+                    truth = set(exact[index])
+                    found_top.append(len(truth & set(got[:limit])) / len(truth))
+                    found_list.append(len(truth & set(got)) / len(truth))
+            p50s.append(percentile(times, 0.5))
+            p95s.append(percentile(times, 0.95))
+            self.stdout.write(f"  run {run + 1}: p50 {p50s[-1]:.1f} ms, p95 {p95s[-1]:.1f} ms")
+        keep = rerank * se_limit
+        self.stdout.write(
+            f"two-step (codes -> best {keep} -> cosine, limit {se_limit}): "
+            f"p50 {statistics.median(p50s):.1f} ms, p95 {statistics.median(p95s):.1f} ms "
+            f"(medians of {options['runs']} runs of {len(queries)} queries)"
+        )
+        self.stdout.write(
+            f"recall of the exact top {limit}: {statistics.mean(found_top):.3f} in the two-step "
+            f"top {limit}, {statistics.mean(found_list):.3f} in its {se_limit} results "
+            f"(worst query {min(found_top):.1f})"
+        )
+
+        exact_times = []
+        for query in queries[: options["exact_queries"]]:
+            started = time.perf_counter()
+            self._exact_scan(query, filters, se_limit)
+            exact_times.append((time.perf_counter() - started) * 1000)
+        if exact_times:
+            self.stdout.write(
+                f"exact scan of all {len(ids):,} vectors (SQL + numpy): "
+                f"p50 {percentile(exact_times, 0.5):.1f} ms, "
+                f"p95 {percentile(exact_times, 0.95):.1f} ms ({len(exact_times)} queries)"
+            )
+
+    # --- the corpus ---------------------------------------------------------------------
+
+    def _corpus(self, stamp: dict, *, rebuild: bool) -> tuple[Namespace, str]:
+        from django.contrib.auth import get_user_model
+
+        owner, _ = get_user_model().objects.get_or_create(username=BENCH_USER)
+        slug = slugify(
+            f"bench-vectors-{stamp['size']}-{stamp['dim']}-{stamp['clusters']}-"
+            f"{stamp['noise']}-{stamp['offset']}".replace(".", "_")
+        )
+        namespace, _ = Namespace.objects.get_or_create(
+            owner=owner, slug=slug, defaults={"name": slug, "mode": Namespace.Mode.PERSONAL}
+        )
+        try:
+            current = json.loads(namespace.description or "{}")
+        except ValueError:
+            current = {}
+        if current == stamp and not rebuild:
+            return namespace, "reused"
+        started = time.perf_counter()
+        self._build(namespace, stamp)
+        Namespace.objects.filter(pk=namespace.pk).update(description=json.dumps(stamp))
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql" and not connection.in_atomic_block:
+                cursor.execute("VACUUM ANALYZE memories_memory")
+                cursor.execute("VACUUM ANALYZE recall_embeddingcode")
+            else:
+                cursor.execute("ANALYZE")
+        return namespace, f"built in {time.perf_counter() - started:.1f} s"
+
+    def _build(self, namespace: Namespace, stamp: dict) -> None:
+        import numpy as np
+
+        centres, shared = _distribution(stamp["dim"], stamp["clusters"], stamp["offset"])
+        rng = np.random.default_rng(SEED + 2)
+        now = timezone.now()
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "DELETE FROM recall_embeddingcode WHERE namespace_id = %s", [namespace.pk]
+                )
+                cursor.execute(
+                    "DELETE FROM memories_memory WHERE namespace_id = %s", [namespace.pk]
+                )
+            Namespace.objects.filter(pk=namespace.pk).update(description="")
+            for start in range(0, stamp["size"], CHUNK):
+                count = min(CHUNK, stamp["size"] - start)
+                vectors, labels = _vectors(rng, centres, shared, stamp["noise"], count)
+                blobs = [vector.tobytes() for vector in vectors]
+                rows = []
+                for i in range(count):
+                    text = f"bench vector {start + i} of cluster {labels[i]}"
+                    created = now - timedelta(seconds=stamp["size"] - start - i)
+                    rows.append((namespace.pk, text, text, created, blobs[i], MODEL))
+                new_ids = insert_rows(
+                    Memory,
+                    [
+                        "namespace_id",
+                        "content",
+                        "search_text",
+                        "created_at",
+                        "embedding",
+                        "embedding_model",
+                    ],
+                    rows,
+                    ids=True,
+                )
+                codes = sign_codes(blobs)
+                insert_rows(
+                    EmbeddingCode,
+                    ["memory", "namespace", "model", "code"],
+                    [
+                        (memory_id, namespace.pk, MODEL, code)
+                        for memory_id, code in zip(new_ids, codes, strict=True)
+                    ],
+                )
+                self.stdout.write(f"  {start + count:,} written", ending="\r")
+                self.stdout.flush()
+        self.stdout.write("")
+
+    # --- the reference ------------------------------------------------------------------
+
+    def _all_vectors(self, namespace: Namespace):
+        import numpy as np
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id, embedding FROM memories_memory WHERE namespace_id = %s "
+                "AND embedding_model = %s ORDER BY id",
+                [namespace.pk, MODEL],
+            )
+            rows = cursor.fetchall()
+        ids = np.array([memory_id for memory_id, _ in rows], dtype=np.int64)
+        matrix = np.frombuffer(b"".join(bytes(blob) for _, blob in rows), dtype=np.float32)
+        return ids, matrix.reshape(len(rows), -1)
+
+    def _exact_scan(self, query, filters: RecallFilters, limit: int) -> list[tuple[int, float]]:
+        """What Se did before the codes: every filtered vector read and compared."""
+        import numpy as np
+
+        where, params = filters.sql("m")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT m.id, m.embedding FROM memories_memory m "
+                f"WHERE m.embedding IS NOT NULL AND m.embedding_model = %s AND {where}",
+                [MODEL, *params],
+            )
+            rows = cursor.fetchall()
+        matrix = np.frombuffer(b"".join(bytes(blob) for _, blob in rows), dtype=np.float32)
+        scores = matrix.reshape(len(rows), -1) @ query
+        order = np.argsort(-scores)[:limit]
+        return [(rows[i][0], float(scores[i])) for i in order]
