@@ -112,6 +112,23 @@ def _preparer(field: models.Field, connection) -> Callable[[list], list]:
 
         return prepare_datetimes
 
+    if internal == "DateTimeField" and connection.vendor == "sqlite" and settings.USE_TZ:
+        zone = connection.timezone
+
+        def prepare_sqlite_datetimes(column: list) -> list:
+            # Aware datetimes: what the SQLite backend's adapt_datetimefield_value makes
+            # of them (naive in the connection's time zone, as text).
+            if set(map(type, column)) <= {datetime, type(None)} and None not in set(
+                map(datetime.utcoffset, filter(None, column))
+            ):
+                return [
+                    None if value is None else str(value.astimezone(zone).replace(tzinfo=None))
+                    for value in column
+                ]
+            return [prep_save(value, connection) for value in column]
+
+        return prepare_sqlite_datetimes
+
     return lambda column: [prep_save(value, connection) for value in column]
 
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
-from rest_framework import serializers
+from rest_framework import ISO_8601, serializers
 from rest_framework.fields import SkipField, empty
 from rest_framework.relations import PKOnlyObject
+from rest_framework.settings import api_settings
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from memories.models import (
@@ -347,6 +349,8 @@ class MemoryOutput(serializers.Serializer):
                 convert = str
             elif kind is serializers.ListField and type(field.child) is serializers.CharField:
                 convert = _strings_representation
+            elif _is_plain_iso_datetime(field):
+                convert = _iso_datetime(field)
             else:
                 convert = field.to_representation
             plan.append((field.field_name, attrs[0], convert, field))
@@ -356,6 +360,32 @@ class MemoryOutput(serializers.Serializer):
 def _strings_representation(data: Any) -> list[str | None]:
     """ListField(child=CharField()).to_representation."""
     return [str(item) if item is not None else None for item in data]
+
+
+def _is_plain_iso_datetime(field: serializers.Field) -> bool:
+    """A DateTimeField rendered in ISO 8601 in the current time zone (DRF's default)."""
+    return (
+        type(field) is serializers.DateTimeField
+        and settings.USE_TZ
+        and not hasattr(field, "timezone")
+        and str(getattr(field, "format", api_settings.DATETIME_FORMAT)).lower() == ISO_8601
+    )
+
+
+def _iso_datetime(field: serializers.DateTimeField):
+    """DateTimeField.to_representation for aware datetimes (what the models hold), without
+    its per-value lookups of format and time zone; anything else goes to DRF."""
+
+    def convert(value: Any) -> Any:
+        if type(value) is datetime and value.utcoffset() is not None:
+            try:
+                text = value.astimezone(timezone.get_current_timezone()).isoformat()
+            except OverflowError:
+                return field.to_representation(value)  # DRF's own error
+            return text[:-6] + "Z" if text.endswith("+00:00") else text
+        return field.to_representation(value)
+
+    return convert
 
 
 class ForgetInput(StrictSerializer):
