@@ -104,7 +104,7 @@ class RecallConfig:
     embedding_provider: str = "local"
     embedding_threshold: float = 0.5
     embedding_budget_s: float = 0.25
-    vector_rerank: int = 10
+    vector_rerank: int = 30
     signature_bits: int = 256
     signature_threshold: float = 0.65
     signature_cap: int = 5

@@ -434,19 +434,20 @@ def embedding_search(
     model: str,
     threshold: float,
     limit: int,
-    rerank: int = 10,
+    rerank: int = 30,
 ) -> list[tuple[int, float]]:
     """Cosine similarity of the query vector to the namespace's stored vectors, in two steps.
 
     1. The sign codes of the filtered memories' vectors (recall.vectorcodes) are ranked by
-       Hamming distance to the query's code, in SQL, and the best `rerank x limit` kept;
+       Hamming distance to the query's code, in SQL, and the best `rerank x limit` kept
+       (at most RERANK_CAP rows, or limit if more);
     2. those are re-ranked exactly by cosine from their float32 vectors.
 
     Returns (id, cosine) best first, at most limit, at or above threshold. Step 1 first
     ranks the namespace's codes alone (a narrow table) and applies the filters to the best
-    PREFILTER x rerank x limit of them; when fewer than rerank x limit pass, it ranks the
-    filtered codes (one join per memory, slower, exact). Either way the filters are in SQL,
-    so nothing outside them is read. Only vectors of `model` are compared.
+    PREFILTER times as many as it keeps; when fewer pass, it ranks the filtered codes
+    (a join per memory: slower, same result). Either way the filters are in SQL, so nothing
+    outside them is read. Only vectors of `model` (and of the query's length) are compared.
     """
     import numpy as np
 
@@ -458,7 +459,7 @@ def embedding_search(
         return []
     query = query / norm
     code = vectorcodes.sign_code(query)
-    keep = max(limit, rerank * limit)
+    keep = max(limit, min(rerank * limit, RERANK_CAP))
     rows = _nearest_codes(code, filters, model=model, keep=keep, prefilter=PREFILTER * keep)
     if len(rows) < keep:
         rows = _nearest_codes(code, filters, model=model, keep=keep, prefilter=None)
@@ -482,6 +483,9 @@ def embedding_search(
 # ranking only the filtered ones: at 4, the usual filters (live, hot, unexpired, within
 # the ceiling) would have to hide three memories in four to force the fallback.
 PREFILTER = 4
+# Most vectors re-ranked by cosine (1.5 kB each read), whatever the limit: 900 for the
+# usual limit of 10 (Se is asked for 30) at RECALL_VECTOR_RERANK = 30.
+RERANK_CAP = 3_000
 
 
 def _nearest_codes(

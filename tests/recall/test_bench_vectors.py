@@ -25,7 +25,7 @@ def test_it_builds_once_and_prints_latency_and_recall():
     first = run()
     assert "built in" in first
     assert Memory.objects.count() == EmbeddingCode.objects.count() == 300
-    assert "two-step (codes -> best 300 -> cosine, limit 30): p50" in first
+    assert "two-step (codes -> best 900 -> cosine, limit 30): p50" in first
     assert "recall of the exact top 10:" in first
     assert "exact scan of all 300 vectors" in first
 
