@@ -319,10 +319,18 @@ class MemoryOutput(serializers.Serializer):
         if plan is None:
             plan = self.__dict__["_plan"] = self._representation_plan()
         ret: dict[str, Any] = {}
+        zone = None
         for name, attname, convert, field in plan:
             if attname is not None:
                 value = getattr(instance, attname)
-                ret[name] = None if value is None else convert(value)
+                if value is None:
+                    ret[name] = None
+                elif convert is _ISO_DATETIME:
+                    if zone is None:
+                        zone = timezone.get_current_timezone()
+                    ret[name] = _iso_datetime(field, value, zone)
+                else:
+                    ret[name] = convert(value)
                 continue
             try:
                 attribute = field.get_attribute(instance)
@@ -350,7 +358,7 @@ class MemoryOutput(serializers.Serializer):
             elif kind is serializers.ListField and type(field.child) is serializers.CharField:
                 convert = _strings_representation
             elif _is_plain_iso_datetime(field):
-                convert = _iso_datetime(field)
+                convert = _ISO_DATETIME
             else:
                 convert = field.to_representation
             plan.append((field.field_name, attrs[0], convert, field))
@@ -372,20 +380,19 @@ def _is_plain_iso_datetime(field: serializers.Field) -> bool:
     )
 
 
-def _iso_datetime(field: serializers.DateTimeField):
-    """DateTimeField.to_representation for aware datetimes (what the models hold), without
-    its per-value lookups of format and time zone; anything else goes to DRF."""
+_ISO_DATETIME = object()  # marks the fields _iso_datetime renders
 
-    def convert(value: Any) -> Any:
-        if type(value) is datetime and value.utcoffset() is not None:
-            try:
-                text = value.astimezone(timezone.get_current_timezone()).isoformat()
-            except OverflowError:
-                return field.to_representation(value)  # DRF's own error
-            return text[:-6] + "Z" if text.endswith("+00:00") else text
-        return field.to_representation(value)
 
-    return convert
+def _iso_datetime(field: serializers.DateTimeField, value: Any, zone) -> Any:
+    """DateTimeField.to_representation for an aware datetime (what the models hold), the
+    time zone looked up once per memory rather than per value; anything else goes to DRF."""
+    if type(value) is datetime and value.utcoffset() is not None:
+        try:
+            text = value.astimezone(zone).isoformat()
+        except OverflowError:
+            return field.to_representation(value)  # DRF's own error
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+    return field.to_representation(value)
 
 
 class ForgetInput(StrictSerializer):
