@@ -292,12 +292,16 @@ def _reserve_ids(cursor, opts, count: int) -> list[int]:
     return sorted(row[0] for row in cursor.fetchall())
 
 
+@contextmanager
 def _copy(cursor, opts, fields, *, ids: bool):
+    """psycopg's COPY ... FROM STDIN, its errors raised as Django's (IntegrityError...)."""
     qn = cursor.db.ops.quote_name
     columns = [qn(field.column) for field in fields]
     if ids:
         columns.insert(0, qn(opts.pk.column))
-    return cursor.cursor.copy(f"COPY {qn(opts.db_table)} ({', '.join(columns)}) FROM STDIN")
+    statement = f"COPY {qn(opts.db_table)} ({', '.join(columns)}) FROM STDIN"
+    with cursor.db.wrap_database_errors, cursor.cursor.copy(statement) as copy:
+        yield copy
 
 
 def _copy_rows(copy, rows: Sequence[Sequence], ids: Sequence[int]) -> None:
@@ -320,19 +324,25 @@ def _sqlite_variable_limit(connection) -> int:
 def _insert_sqlite(connection, cursor, opts, fields, rows: list[list], *, ids: bool) -> list[int]:
     qn = connection.ops.quote_name
     columns = ", ".join(qn(field.column) for field in fields)
-    # sqlite3's own "?" placeholders: Django's wrapper turns each "%s" into one with a
-    # regex substitution, thousands of them per statement here.
-    placeholders = "(" + ", ".join(["?"] * len(fields)) + ")"
+    # Django's cursor turns each "%s" into sqlite3's "?" with a regex substitution, over
+    # thousands of them per statement here; unless queries are being logged or wrapped,
+    # the statement is written with "?" and run on the sqlite3 cursor itself.
+    direct = not connection.queries_logged and not connection.execute_wrappers
+    mark = "?" if direct else "%s"
+    placeholders = "(" + ", ".join([mark] * len(fields)) + ")"
     per_statement = max(1, _sqlite_variable_limit(connection) // len(fields))
     returning = f" RETURNING {qn(opts.pk.column)}" if ids else ""
     new_ids: list[int] = []
     for start in range(0, len(rows), per_statement):
         chunk = rows[start : start + per_statement]
         values = ", ".join([placeholders] * len(chunk))
-        cursor.execute(
-            f"INSERT INTO {qn(opts.db_table)} ({columns}) VALUES {values}{returning}",
-            [value for row in chunk for value in row],
-        )
+        sql = f"INSERT INTO {qn(opts.db_table)} ({columns}) VALUES {values}{returning}"
+        params = [value for row in chunk for value in row]
+        if direct:
+            with connection.wrap_database_errors:
+                sqlite3.Cursor.execute(cursor.cursor, sql, params)
+        else:
+            cursor.execute(sql, params)
         if ids:
             new_ids += sorted(row[0] for row in cursor.fetchall())
     return new_ids

@@ -3,6 +3,7 @@ path writes: the same memory rows, events and cards, on SQLite and PostgreSQL al
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 
 import pytest
@@ -184,3 +185,29 @@ def test_a_bad_item_after_chunks_were_sent_still_writes_nothing(namespace):
     # The aborted write left the connection usable.
     assert len(services.memory_bulk_create(items=_items(namespace, 30))) == 30
     assert Memory.objects.count() == 30
+
+
+@pytest.mark.parametrize("logged", [False, True])
+def test_a_row_the_database_refuses_raises_djangos_integrity_error(namespace, logged):
+    from django.db import IntegrityError, connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    memories = [services.memory_build(namespace=namespace, content=f"row {i}") for i in range(40)]
+    memories[33].strength = 5.0  # outside memory_strength_range, which the database checks
+    capture = CaptureQueriesContext(connection) if logged else contextlib.nullcontext()
+    with capture, pytest.raises(IntegrityError), transaction.atomic():
+        bulk.insert_new(memories, ids=True)
+    assert not Memory.objects.exists()
+
+
+def test_inserts_are_logged_like_other_queries_when_queries_are_captured(namespace):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        created = services.memory_bulk_create(items=_items(namespace, 30))
+    assert len(created) == 30 == Memory.objects.count()
+    statements = " ".join(query["sql"] for query in captured.captured_queries)
+    if connection.vendor == "sqlite":
+        assert statements.count('INSERT INTO "memories_memory"') == 1
+        assert 'INSERT INTO "memories_memoryevent"' in statements
