@@ -53,16 +53,32 @@ def _feature_digest(feature: str, n_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
+# Digests of word unigrams, by signature width: words recur across memories (a few
+# thousand cover most text), bigrams mostly do not, so only unigrams are kept. Cleared
+# when full, so it stays within about 10 MB.
+_UNIGRAM_DIGESTS: dict[int, dict[str, bytes]] = {}
+_UNIGRAM_CACHE_SIZE = 50_000
+
+
 def _digests(features: dict[str, int], n_bytes: int) -> bytes:
-    if n_bytes <= _BLAKE2B_MAX_BYTES:  # one digest per feature: the common, fast case
-        blake2b = hashlib.blake2b
-        return b"".join(
-            [
-                blake2b(feature.encode("utf-8"), digest_size=n_bytes, person=_FIRST_PERSON).digest()
-                for feature in features
-            ]
-        )
-    return b"".join([_feature_digest(feature, n_bytes) for feature in features])
+    if n_bytes > _BLAKE2B_MAX_BYTES:
+        return b"".join([_feature_digest(feature, n_bytes) for feature in features])
+    # One digest per feature: the common, fast case.
+    blake2b = hashlib.blake2b
+    cache = _UNIGRAM_DIGESTS.get(n_bytes)
+    if cache is None or len(cache) > _UNIGRAM_CACHE_SIZE:
+        cache = _UNIGRAM_DIGESTS[n_bytes] = {}
+    digests = []
+    for feature in features:
+        digest = cache.get(feature)
+        if digest is None:
+            digest = blake2b(
+                feature.encode("utf-8"), digest_size=n_bytes, person=_FIRST_PERSON
+            ).digest()
+            if feature[0] == "u":
+                cache[feature] = digest
+        digests.append(digest)
+    return b"".join(digests)
 
 
 def _simhash_tokens(tokens: list[str], n_bytes: int) -> bytes:
