@@ -343,6 +343,22 @@ def _schedule_cards(namespace: Namespace, now: datetime) -> None:
         )
 
 
+def vacuum_after_writes() -> None:
+    """What autovacuum would do after the ingest figures' inserts and deletes (PostgreSQL).
+
+    Autovacuum may be off (it is on the development machine); without a vacuum the
+    deleted scratch rows stay in the indexes and the GIN pending lists keep growing, and
+    every later full-text search pays for them.
+    """
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        return
+    from review.models import Card
+
+    with connection.cursor() as cursor:
+        for model in (Memory, MemoryEvent, Card):
+            cursor.execute(f"VACUUM ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+
+
 def analyze() -> None:
     """The steady state after a bulk load: what autovacuum and the worker would leave.
 

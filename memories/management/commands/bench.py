@@ -250,6 +250,7 @@ class Command(BaseCommand):
         try:
             if "ingest" in only:
                 rows += self._ingest(options["creates"], server, secret)
+                bench_corpus.vacuum_after_writes()
             if "recall" in only:
                 rows += self._recall(namespace, options["queries"], server, secret)
             if "queue" in only:
@@ -362,6 +363,8 @@ class Command(BaseCommand):
             if connection.vendor == "postgresql":
                 cursor.execute("SHOW server_version")
                 server = f"PostgreSQL {cursor.fetchone()[0].split()[0]}"
+                cursor.execute("SHOW autovacuum")
+                server += f" (autovacuum {cursor.fetchone()[0]})"
             elif connection.vendor == "sqlite":
                 cursor.execute("SELECT sqlite_version()")
                 server = f"SQLite {cursor.fetchone()[0]}"
