@@ -113,8 +113,19 @@ def decay_score(
     params: DecayParams,
 ) -> float:
     """(use_count + 1)^beta * decay(now - last_used_at) * strength."""
-    dt = (now - last_used_at).total_seconds()
-    return (max(0, use_count) + 1) ** params.beta * decay_factor(dt, params) * strength
+    return decay_score_after(
+        use_count=use_count,
+        dt_seconds=(now - last_used_at).total_seconds(),
+        strength=strength,
+        params=params,
+    )
+
+
+def decay_score_after(
+    *, use_count: int, dt_seconds: float, strength: float, params: DecayParams
+) -> float:
+    """decay_score given the seconds since the last use (recall ranks on epoch seconds)."""
+    return (max(0, use_count) + 1) ** params.beta * decay_factor(dt_seconds, params) * strength
 
 
 def should_promote(*, score: float, uses_in_window: int, thresholds: Thresholds) -> bool:

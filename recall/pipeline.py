@@ -31,7 +31,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from memories.decay import DecayParams, Thresholds, decay_score, in_danger_zone
+from memories.decay import DecayParams, Thresholds, decay_score_after, in_danger_zone
 from memories.models import Association, Memory, Namespace
 from memories.text import words
 from recall import stages
@@ -52,7 +52,7 @@ MEMORY_STAGES = ("Sf", "Se", "Ss")
 ASSOCIATION = "association"
 REVIEW_MIN_RELEVANCE = 0.25  # a review-blend pick must still be about the query
 MMR_POOL_MIN = 30
-# Columns read for every candidate; JSON and datetime columns are decoded by _decode.
+# Columns read for every candidate; JSON columns are decoded by _decode, times are epochs.
 ROW_FIELDS = (
     "id",
     "namespace_id",
@@ -67,18 +67,34 @@ ROW_FIELDS = (
     "utility",
     "strength",
     "use_count",
-    "last_used_at",
+    "last_used_ts",
     "recall_count",
     "recall_timestamps",
     "trust",
     "credibility",
     "relevance_score",
-    "created_at",
+    "created_ts",
     "emotion_tags",
     "importance_flags",
 )
 _JSON_FIELDS = ("keywords", "recall_timestamps", "emotion_tags", "importance_flags")
-_DATETIME_FIELDS = ("last_used_at", "created_at")
+# Times are read as Unix seconds: decoding a few hundred timestamps per query into aware
+# datetimes cost more than any ranking step; the results' created_at is made from them.
+_EPOCH_SQL = {
+    "postgresql": "date_part('epoch', m.{})",
+    # Whole seconds, plus the ".ffffff" Django writes when there are microseconds: exact
+    # to the microsecond, where julianday() would be off by tens of them.
+    "sqlite": "(CAST(strftime('%%s', m.{0}) AS INTEGER) + CAST(substr(m.{0}, 20) AS REAL))",
+}
+_EPOCH_FIELDS = {"last_used_ts": "last_used_at", "created_ts": "created_at"}
+
+
+def _select_list() -> str:
+    epoch = _EPOCH_SQL[connection.vendor]
+    return ", ".join(
+        epoch.format(_EPOCH_FIELDS[name]) if name in _EPOCH_FIELDS else f"m.{name}"
+        for name in ROW_FIELDS
+    )
 
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-se")
 
@@ -458,7 +474,7 @@ def _load_rows(
     if not ids:
         return {}
     in_ids, params = stages.in_list("m.id", ids)
-    sql = f"SELECT {', '.join('m.' + f for f in ROW_FIELDS)} FROM memories_memory m "
+    sql = f"SELECT {_select_list()} FROM memories_memory m "
     sql += f"WHERE {in_ids}"
     if filters is not None:
         where, extra = filters.sql("m", cold=True)
@@ -485,17 +501,14 @@ def _decode(row: dict[str, Any]) -> None:
                 row[name] = []
         elif value is None:
             row[name] = []
-    for name in _DATETIME_FIELDS:
-        value = row[name]
-        if isinstance(value, str):
-            value = datetime.fromisoformat(value)
-        if value is not None and value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        row[name] = value
+
+
+def _datetime(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
 
 
 def _age_days(row: dict[str, Any], now: datetime) -> float:
-    return (now - row["created_at"]).total_seconds() / 86_400
+    return (now.timestamp() - row["created_ts"]) / 86_400
 
 
 def _score_full_text(
@@ -663,8 +676,8 @@ def _episode_boost(candidates: dict[int, _Candidate], boost: float, window_minut
         by_namespace.setdefault(cand.row["namespace_id"], []).append(cand)
     gains: list[tuple[_Candidate, float]] = []
     for group in by_namespace.values():
-        group.sort(key=lambda c: c.row["created_at"])
-        times = [c.row["created_at"].timestamp() for c in group]
+        group.sort(key=lambda c: c.row["created_ts"])
+        times = [c.row["created_ts"] for c in group]
         before = _window_max(times, [c.relevance for c in group], window)
         after = _window_max(
             [-t for t in reversed(times)], [c.relevance for c in reversed(group)], window
@@ -710,14 +723,14 @@ def _final_scores(
     hour = context.get("hour")
     weekday = context.get("weekday")
     topic = context.get("topic")
+    now_ts = now.timestamp()
     for cand in candidates.values():
         row = cand.row
         weights = weights_by_ns[row["namespace_id"]]
-        cand.decay = decay_score(
+        cand.decay = decay_score_after(
             use_count=row["use_count"],
-            last_used_at=row["last_used_at"],
+            dt_seconds=now_ts - row["last_used_ts"],
             strength=row["strength"],
-            now=now,
             params=params_by_ns[row["namespace_id"]],
         )
         recency = min(1.0, cand.decay)
@@ -730,7 +743,7 @@ def _final_scores(
         ctx = 0.0
         if hour is not None or weekday is not None or topic:
             ctx = context_boost(
-                created_at=timezone.localtime(row["created_at"]),
+                created_at=timezone.localtime(_datetime(row["created_ts"])),
                 topic=row["topic"],
                 context_hour=hour,
                 context_weekday=weekday,
@@ -795,7 +808,7 @@ def _to_hit(
     found_by = [s for s in MEMORY_STAGES if s in cand.stage_scores]
     if cand.associative:
         found_by.append(ASSOCIATION)
-    created = row["created_at"]
+    created = _datetime(row["created_ts"])
     return RecallHit(
         memory_id=cand.memory_id,
         namespace=ns_by_id[row["namespace_id"]].slug,
