@@ -20,6 +20,7 @@ Nothing here writes: tracking and the RecallEvent belong to recall.services.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import json
 import math
 import time
@@ -95,6 +96,7 @@ def _select_list() -> str:
         epoch.format(_EPOCH_FIELDS[name]) if name in _EPOCH_FIELDS else f"m.{name}"
         for name in ROW_FIELDS
     )
+
 
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-se")
 
@@ -593,6 +595,12 @@ def _singular(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=4096)
+def _keyword_words(keyword: str) -> frozenset[str]:
+    """A keyword's folded, singular words (keywords repeat across memories: cached)."""
+    return frozenset(_singular(w) for w in words(keyword))
+
+
 def _keyword_boost(candidates: dict[int, _Candidate], terms: list[str], boost: float) -> None:
     """x(1 + boost) for a memory whose keywords name a query word: keywords say what it is about."""
     if not boost or not terms:
@@ -602,8 +610,7 @@ def _keyword_boost(candidates: dict[int, _Candidate], terms: list[str], boost: f
         keywords = cand.row["keywords"] or []
         if not isinstance(keywords, list):
             continue
-        kw_words = {_singular(w) for k in keywords if isinstance(k, str) for w in words(k)}
-        if kw_words & wanted:
+        if any(not wanted.isdisjoint(_keyword_words(k)) for k in keywords if isinstance(k, str)):
             gain = cand.relevance * boost
             cand.relevance += gain
             cand.boosts["keyword"] = gain
