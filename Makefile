@@ -40,7 +40,8 @@ test: install-test
 # Whole-service figures (docs/benchmarks.md): SQLite always, PostgreSQL when
 # BENCH_DATABASE_URL is set. BENCH_ARGS adds options, e.g. BENCH_ARGS="--load" (needs wrk).
 # Each run is saved in var/bench and the growth plot var/bench/growth.svg redrawn from
-# every saved run (docs/benchmarks.md).
+# every saved run; then Engram and CortexGraph side by side (bench_peer; BENCH_PEER=0 skips
+# it). docs/benchmarks.md and docs/peer-comparison.md.
 BENCH_SIZE ?= 10000
 BENCH_SQLITE_URL ?= sqlite:///var/bench.sqlite3
 BENCH_SAVE := --save-dir var/bench --plot var/bench/growth.svg
@@ -50,6 +51,9 @@ bench: install
 	@if [ -n "$(BENCH_DATABASE_URL)" ]; then \
 	  DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) manage.py migrate --no-input && \
 	  DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) manage.py bench --size $(BENCH_SIZE) $(BENCH_SAVE) $(BENCH_ARGS); \
+	fi
+	@if [ "$(BENCH_PEER)" != "0" ]; then \
+	  DATABASE_URL=$(BENCH_SQLITE_URL) $(PY) manage.py bench_peer --json var/bench/peer.json; \
 	fi
 
 lint: install-test
