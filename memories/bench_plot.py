@@ -26,7 +26,7 @@ PANELS = (
 )
 COLOURS = {"postgresql": "#3558d6", "sqlite": "#c2571a"}
 PANEL_W, PANEL_H = 300, 190
-LEFT, RIGHT, TOP, BOTTOM = 46, 12, 28, 34
+LEFT, RIGHT, TOP, BOTTOM = 46, 34, 28, 34
 
 
 def load_runs(directory: Path) -> list[dict[str, Any]]:
@@ -120,8 +120,9 @@ def _panel(x0: int, y0: int, title: str, unit: str, data: dict[str, list[tuple[i
             f'<text x="{x(size):.1f}" y="{base + 14}" font-size="10" '
             f'text-anchor="middle">{label}</text>'
         )
-    for engine, line in sorted(data.items()):
+    for number, (engine, line) in enumerate(sorted(data.items())):
         colour = COLOURS.get(engine, "#333333")
+        label_dy = -5 if number % 2 == 0 else 13  # one engine's values above, the other's below
         path = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in line)
         parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         for size, value in line:
@@ -131,7 +132,7 @@ def _panel(x0: int, y0: int, title: str, unit: str, data: dict[str, list[tuple[i
                 "</title></circle>"
             )
             parts.append(
-                f'<text x="{x(size) + 4:.1f}" y="{y(value) - 5:.1f}" font-size="9" '
+                f'<text x="{x(size) + 4:.1f}" y="{y(value) + label_dy:.1f}" font-size="9" '
                 f'fill="{colour}">{_fmt(value)}</text>'
             )
     return parts
