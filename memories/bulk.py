@@ -249,7 +249,8 @@ def insert_rows(
     """INSERT rows given as values for `columns` (field names or attnames, in that order).
 
     Every other field takes its default, evaluated once for all the rows (auto_now and
-    auto_now_add fields: now). Returns the new ids, in row order, when `ids` is set.
+    auto_now_add fields: now); fewer than SMALL rows go through bulk_create, which
+    evaluates defaults per row. Returns the new ids, in row order, when `ids` is set.
     """
     if not rows:
         return []
@@ -257,6 +258,12 @@ def insert_rows(
     connection = connections[alias]
     opts = model._meta
     given = [opts.get_field(name) for name in columns]
+    if len(rows) < SMALL or connection.vendor not in ("postgresql", "sqlite"):
+        # A handful of rows: instances through bulk_create, one INSERT ... RETURNING.
+        attnames = [field.attname for field in given]
+        objs = [model(**dict(zip(attnames, row, strict=True))) for row in rows]
+        model._base_manager.using(alias).bulk_create(objs)
+        return [obj.pk for obj in objs] if ids else []
     given_names = {field.name for field in given}
     rest = [
         field
@@ -271,13 +278,6 @@ def insert_rows(
         for field in rest
     ]
     fields = [*given, *rest]
-    if connection.vendor not in ("postgresql", "sqlite"):
-        objs = [
-            model(**dict(zip((f.attname for f in fields), [*row, *defaults], strict=True)))
-            for row in rows
-        ]
-        model._base_manager.using(alias).bulk_create(objs)
-        return [obj.pk for obj in objs] if ids else []
     prepared_defaults = _prepare(rest, [defaults], connection)[0] if rest else ()
     prepared = [[*row, *prepared_defaults] for row in _prepare(given, rows, connection)]
     return _write(connection, model, fields, prepared, ids=ids)
