@@ -213,9 +213,7 @@ class MemoryListView(APIView):
     )
     def post(self, request: Request) -> Response:
         scope = Scope.of(request)
-        data = s.MemoryCreateInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        fields = dict(data.validated_data)
+        fields = s.validate_memory_input(request.data)
         namespace = scope.namespace(fields.pop("namespace"))
         _check_ceiling(scope, fields.get("classification"))
         memory = services.memory_create(
@@ -225,7 +223,7 @@ class MemoryListView(APIView):
             prevalidated=True,  # MemoryCreateInput holds every model field rule
             **fields,
         )
-        return Response(s.MemoryOutput(memory).data, status=status.HTTP_201_CREATED)
+        return Response(s.memory_representation(memory), status=status.HTTP_201_CREATED)
 
 
 class MemoryBulkView(APIView):
@@ -271,14 +269,13 @@ class MemoryBulkView(APIView):
         namespaces = {ns.slug: ns for ns in scope.namespaces()}
         items: list[dict[str, Any]] = []
         errors: dict[str, Any] = {}
-        # One serializer validates every item: a new one per item would deep-copy its
-        # twenty declared fields each time, which cost more than the validation itself.
-        item_input = s.MemoryCreateInput()
         for index, raw in enumerate(envelope.validated_data["memories"]):
             raw = dict(raw)
             raw.setdefault("namespace", default_ns)
             try:
-                fields = dict(item_input.run_validation(raw))
+                # One serializer for every item: a new one per item would deep-copy its
+                # twenty declared fields each time, more work than the validation itself.
+                fields = s.validate_memory_input(raw)
             except serializers.ValidationError as exc:
                 errors[str(index)] = exc.detail
                 continue

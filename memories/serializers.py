@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from datetime import datetime
 from typing import Any
 
@@ -393,6 +394,36 @@ def _iso_datetime(field: serializers.DateTimeField, value: Any, zone) -> Any:
             return field.to_representation(value)  # DRF's own error
         return text[:-6] + "Z" if text.endswith("+00:00") else text
     return field.to_representation(value)
+
+
+# A serializer builds its fields by deep copy on every new instance: for MemoryCreateInput
+# and MemoryOutput that took 1 ms of a 7 ms POST /memories, against 40 us for the
+# validation and the rendering themselves. These keep one instance per thread.
+_per_thread = threading.local()
+
+
+def _instance(serializer_class: type[serializers.Serializer]) -> serializers.Serializer:
+    instances = _per_thread.__dict__.setdefault("instances", {})
+    instance = instances.get(serializer_class)
+    if instance is None:
+        instance = instances[serializer_class] = serializer_class()
+    return instance
+
+
+def validate_memory_input(data: Any) -> dict[str, Any]:
+    """MemoryCreateInput(data=data).is_valid(raise_exception=True); its validated data.
+
+    Raises the same ValidationError (the same error detail) as is_valid would.
+    """
+    return dict(_instance(MemoryCreateInput).run_validation(data))
+
+
+def memory_representation(memory: Memory, *, now=None) -> dict[str, Any]:
+    """MemoryOutput(memory, context={"now": now}).data, as a plain dict."""
+    output = _instance(MemoryOutput)
+    output._context = {"now": now} if now is not None else {}
+    output.__dict__.pop("_decay_params", None)  # namespace settings are read afresh
+    return output.to_representation(memory)
 
 
 class ForgetInput(StrictSerializer):

@@ -147,3 +147,32 @@ def test_the_api_input_holds_every_rule_of_the_model_fields():
                 continue  # compared as max_length above
             else:  # anything else: the API field runs a validator of the same kind
                 assert type(validator) in {type(v) for v in api_field.validators}, name
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"namespace": "work", "content": "  Fine  ", "keywords": ["a"], "strength": 1},
+        {"namespace": "work", "content": "", "strength": 7, "bogus": 1},
+        {"namespace": "work", "content": "x", "utility": "abc"},
+        ["not", "a", "dict"],
+    ],
+)
+def test_validate_memory_input_answers_as_is_valid_does(data):
+    serializer = s.MemoryCreateInput(data=data)
+    try:
+        serializer.is_valid(raise_exception=True)
+        expected = ("ok", dict(serializer.validated_data))
+    except serializers.ValidationError as exc:
+        expected = ("error", exc.detail)
+    try:
+        outcome = ("ok", s.validate_memory_input(data))
+    except serializers.ValidationError as exc:
+        outcome = ("error", exc.detail)
+    assert outcome == expected
+    # Used again, the same (per-thread) serializer gives the same answer.
+    try:
+        again = ("ok", s.validate_memory_input(data))
+    except serializers.ValidationError as exc:
+        again = ("error", exc.detail)
+    assert again == expected

@@ -86,3 +86,36 @@ def test_each_memory_is_scored_with_its_own_namespaces_decay_settings(varied):
     assert scores == expected
     assert scores[0] != scores[1]
     assert {m.namespace.decay_model for m in varied} == {"", Namespace.DecayModel.POWER_LAW}
+
+
+def test_the_per_thread_renderer_equals_memory_output_and_rereads_namespace_settings(varied):
+    now = timezone.now() + timedelta(days=2)
+    for memory in varied:
+        assert (
+            s.memory_representation(memory, now=now)
+            == s.MemoryOutput(memory, context={"now": now}).data
+        )
+    memory = varied[0]
+    before = s.memory_representation(memory, now=now)["decay_score"]
+    services.namespace_update(namespace=memory.namespace, changes={"decay_half_life_days": 0.5})
+    memory.namespace.refresh_from_db()
+    assert s.memory_representation(memory, now=now)["decay_score"] < before
+
+
+def test_each_thread_has_its_own_renderer_and_validator():
+    import threading
+
+    seen = []
+
+    def grab():
+        seen.append((s._instance(s.MemoryOutput), s._instance(s.MemoryCreateInput)))
+
+    threads = [threading.Thread(target=grab) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    grab()
+    assert len({id(output) for output, _ in seen}) == 3
+    assert len({id(validator) for _, validator in seen}) == 3
+    assert s._instance(s.MemoryOutput) is seen[-1][0]
