@@ -98,6 +98,12 @@ def refresh(
             continue
         report.words += _replace(namespace_id, min_documents)
         report.refreshed.append(namespace_id)
+    if report.refreshed:
+        # Planner statistics of the replaced rows now, not when autovacuum gets round to
+        # it (if it is on at all): with an empty table's estimates the lookup hashed every
+        # word of the namespace (1 ms) instead of probing the unique index (0.07 ms).
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {_TABLE}")
     return report
 
 

@@ -40,6 +40,24 @@ def test_refresh_stores_the_words_of_a_large_namespace_and_its_size(namespace, c
 
 
 @postgres_only
+def test_refresh_gives_the_planner_statistics_of_the_rows_it_wrote(namespace, corpus):
+    def planner_rows():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT reltuples FROM pg_class WHERE relname = %s", [TermStat._meta.db_table]
+            )
+            return cursor.fetchone()[0]
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {TermStat._meta.db_table}")  # empty: estimates of none
+    assert planner_rows() <= 0
+
+    termstats.refresh(min_memories=10, min_documents=3)
+
+    assert planner_rows() == TermStat.objects.count() > 0
+
+
+@postgres_only
 def test_lookup_knows_stored_words_only_and_falls_back_without_statistics(namespace, corpus):
     assert termstats.lookup(["meeting"], (namespace.pk,)) == ({}, None)
 
