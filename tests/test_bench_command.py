@@ -139,3 +139,16 @@ def test_it_saves_the_table_and_draws_the_growth_plot(tmp_path) -> None:
     svg = (tmp_path / "g.svg").read_text()
     assert svg.startswith("<svg") and svg.count("<polyline") >= 3
     assert "not measured" in svg  # nothing over HTTP in the tests
+
+
+def test_corpus_words_are_drawn_as_weighted_choices_are() -> None:
+    """The corpus stays the same corpus: sampling with precomputed cumulative weights
+    draws exactly what random.choices(weights=...) draws from the same seed."""
+    import random
+
+    from memories.bench_corpus import vocabulary
+
+    vocab = vocabulary()
+    ours, reference = random.Random(11), random.Random(11)
+    for k in (1, 4, 30, 80):
+        assert vocab.sample(ours, k) == reference.choices(vocab.words, weights=vocab.weights, k=k)
