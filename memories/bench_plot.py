@@ -120,12 +120,18 @@ def _panel(x0: int, y0: int, title: str, unit: str, data: dict[str, list[tuple[i
             f'<text x="{x(size):.1f}" y="{base + 14}" font-size="10" '
             f'text-anchor="middle">{label}</text>'
         )
-    for number, (engine, line) in enumerate(sorted(data.items())):
+    # At each size the larger value's label goes above its point and the others' below,
+    # so the labels of two close points move apart instead of onto each other.
+    highest: dict[float, float] = {}
+    for line in data.values():
+        for size, value in line:
+            highest[size] = max(highest.get(size, value), value)
+    for engine, line in sorted(data.items()):
         colour = COLOURS.get(engine, "#333333")
-        label_dy = -5 if number % 2 == 0 else 13  # one engine's values above, the other's below
         path = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in line)
         parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         for size, value in line:
+            label_dy = -5 if value >= highest[size] else 13
             parts.append(
                 f'<circle cx="{x(size):.1f}" cy="{y(value):.1f}" r="3" fill="{colour}">'
                 f"<title>{escape(engine)}, {size:,} memories: {_fmt(value)} {escape(unit)}"
