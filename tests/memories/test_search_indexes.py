@@ -149,3 +149,18 @@ def test_postgres_search_indexes_lead_with_the_namespace() -> None:
         "memory_ns_search_original_trgm",
     }
     assert all("(namespace_id, search_" in definition for definition in gin.values())
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL indexes")
+def test_postgres_search_indexes_keep_short_pending_lists() -> None:
+    """Searches read a GIN index's pending list in full: each is capped at 256 kB."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_am a ON a.oid = c.relam "
+            "JOIN pg_index i ON i.indexrelid = c.oid "
+            "WHERE a.amname = 'gin' AND i.indrelid = 'memories_memory'::regclass"
+        )
+        options = dict(cursor.fetchall())
+    assert len(options) == 3
+    assert all(value == ["gin_pending_list_limit=256"] for value in options.values()), options
