@@ -50,12 +50,17 @@ _STOP_WORDS = """a about above after again against all am an and any are aren as
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 
-def in_list(column: str, values: Sequence) -> tuple[str, list]:
-    """`column` is one of values: a single array parameter on PostgreSQL (a list of a few
-    hundred placeholders costs more to build and plan than the lookup itself), an IN
-    list on SQLite. values must not be empty."""
+def in_list(column: str, values: Sequence[int]) -> tuple[str, list]:
+    """`column` is one of the integer values: a single array parameter on PostgreSQL (a
+    list of a few hundred placeholders costs more to build and plan than the lookup
+    itself), an IN list on SQLite. values must not be empty.
+
+    The array goes as the text of a bigint[] literal: psycopg's list dumper quotes each
+    element in Python, 0.4 ms for 200 ids against 0.06 ms for a join, and a recall sends
+    five such lists.
+    """
     if connection.vendor == "postgresql":
-        return f"{column} = ANY(%s)", [list(values)]
+        return f"{column} = ANY(%s::bigint[])", ["{" + ",".join(str(int(v)) for v in values) + "}"]
     return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
 
 

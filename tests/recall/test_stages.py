@@ -222,3 +222,15 @@ def test_namespace_memories_are_counted_in_document_frequency(make_memory, names
     )
     assert found.document_frequency == {"alpha": 2, "gamma": 1, "zzzq": 0}
     assert found.unmatched_terms == ["zzzq"]
+
+
+def test_in_list_selects_exactly_the_given_ids(make_memory):
+    from django.db import connection
+
+    kept = [make_memory(f"Memory number {n}") for n in range(5)]
+    wanted = [kept[3].pk, kept[0].pk, kept[4].pk]
+    where, params = stages.in_list("id", wanted)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM memories_memory WHERE {where}", params)
+        found = sorted(row[0] for row in cursor.fetchall())
+    assert found == sorted(wanted)
