@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -174,6 +174,39 @@ def test_consolidation_stage_deduplicates_by_content_hash(recall, namespace):
             text="Backups now run at 02:00 UTC.",
         )
     assert len(recall("backups", stages=["S6"]).digests) == 1
+
+
+def test_consolidation_stage_matches_any_case_and_keeps_to_topic_time_and_namespace(
+    recall, namespace, user
+):
+    other_namespace = services.namespace_create(owner=user, name="Home")
+
+    def digest(start, topic="ops", text="Nightly BACKUPS moved to the new cluster.", ns=namespace):
+        return Consolidation.objects.create(
+            namespace=ns, period="daily", period_start=start, topic=topic, text=text
+        )
+
+    digest(date(2026, 3, 2))
+    digest(date(2026, 3, 9), text="Backups were verified by restoring one.")
+    digest(date(2026, 3, 3), topic="travel", text="Backups of the travel photos.")
+    digest(date(2026, 3, 4), ns=other_namespace, text="Backups elsewhere.")
+    digest(date(2026, 3, 5), text="Nothing about 50%_of anything.")
+
+    def texts(**kwargs):
+        return [d.text for d in recall("backups", stages=["S6"], **kwargs).digests]
+
+    assert texts() == [  # newest first, any case, never another namespace's
+        "Backups were verified by restoring one.",
+        "Backups of the travel photos.",
+        "Nightly BACKUPS moved to the new cluster.",
+    ]
+    assert texts(topic="ops") == [
+        "Backups were verified by restoring one.",
+        "Nightly BACKUPS moved to the new cluster.",
+    ]
+    assert texts(
+        time_start=datetime(2026, 3, 3, tzinfo=UTC), time_end=datetime(2026, 3, 8, tzinfo=UTC)
+    ) == ["Backups of the travel photos."]
 
 
 def test_entity_stage_returns_the_first_named_entitys_relations(recall, namespace, make_memory):
