@@ -79,6 +79,23 @@ def vocabulary(size: int = 4_000) -> Vocabulary:
     return Vocabulary(words=words, weights=weights, topics=topics, entities=entities)
 
 
+QUERY_SEED = SEED + 2
+
+
+def queries(count: int, seed: int = QUERY_SEED) -> list[str]:
+    """Recall queries of 1-4 corpus words, weighted like the corpus, a fifth with an entity
+    name; the same list for the same seed (bench and bench_peer ask the same)."""
+    vocab = vocabulary()
+    rng = random.Random(seed)
+    found = []
+    for _ in range(count):
+        words = vocab.sample(rng, rng.randint(1, 4))
+        if rng.random() < 0.2:
+            words.append(rng.choice(vocab.entities))
+        found.append(" ".join(words))
+    return found
+
+
 def _owner():
     owner, _ = get_user_model().objects.get_or_create(username=BENCH_USER)
     return owner

@@ -33,7 +33,7 @@ PEER_VERSION = "1.2.1"
 PEER_REQUIREMENTS = (f"cortexgraph=={PEER_VERSION}", "mcp<2")
 DRIVER = Path(__file__).resolve().parent / "peer_driver" / "cortexgraph_driver.py"
 SCRATCH_SLUG = "bench-peer"
-QUERY_SEED = bench_corpus.SEED + 2  # the seed of bench.py's recall queries
+QUERY_SEED = bench_corpus.QUERY_SEED
 MIN_STRENGTH, MAX_STRENGTH = 1.0, 2.0  # CortexGraph's save_memory accepts only 1.0-2.0
 Progress = Callable[[str], None]
 
@@ -80,19 +80,8 @@ def peer_records(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def queries(count: int, seed: int = QUERY_SEED) -> list[str]:
-    """Queries of 1-4 corpus words, weighted like the corpus, a fifth with an entity name.
-
-    The recipe and seed of bench.py's recall queries, so the two benchmarks ask the same.
-    """
-    vocab = bench_corpus.vocabulary()
-    rng = random.Random(seed)
-    found = []
-    for _ in range(count):
-        words = vocab.sample(rng, rng.randint(1, 4))
-        if rng.random() < 0.2:
-            words.append(rng.choice(vocab.entities))
-        found.append(" ".join(words))
-    return found
+    """bench.py's recall queries (bench_corpus.queries), so the two benchmarks ask the same."""
+    return bench_corpus.queries(count, seed)
 
 
 @dataclass(frozen=True)

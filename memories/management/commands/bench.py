@@ -458,16 +458,7 @@ class Command(BaseCommand):
     # --- Recall ----------------------------------------------------------------------
 
     def _queries(self, count: int) -> list[str]:
-        """Queries of 1-4 corpus words, weighted like the corpus, sometimes an entity."""
-        vocab = bench_corpus.vocabulary()
-        rng = random.Random(bench_corpus.SEED + 2)
-        queries = []
-        for _ in range(count):
-            words = vocab.sample(rng, rng.randint(1, 4))
-            if rng.random() < 0.2:
-                words.append(rng.choice(vocab.entities))
-            queries.append(" ".join(words))
-        return queries
+        return bench_corpus.queries(count)
 
     def _recall(
         self, namespace: Namespace, count: int, server: Server | None, token: str

@@ -130,15 +130,9 @@ class Command(BaseCommand):
         path = Path(name)
         if not path.is_absolute() and not path.exists():
             path = Path(settings.BASE_DIR) / name
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise CommandError(f"cannot read {path}: {exc} (or pass --skip-eval)") from exc
-        if isinstance(data, dict):
-            data = [data]
-        if not isinstance(data, list):
-            raise CommandError("expected a list of LoCoMo conversations")
-        return data[:conversations] if conversations else data
+        from recall.management.commands.eval_recall import read_locomo
+
+        return read_locomo(path, conversations, hint=" (or pass --skip-eval)")
 
     def _machine(self) -> dict[str, Any]:
         memory = None

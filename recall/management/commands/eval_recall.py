@@ -38,6 +38,20 @@ SKIP_TURN_WEIGHT = 0.5
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%Y-%m-%d %H:%M", "%Y-%m-%d")
 
 
+def read_locomo(path: Path, conversations: int | None = None, *, hint: str = "") -> list[dict]:
+    """The conversations of a LoCoMo-format file (a list, or one conversation), the first
+    `conversations` of them when given; CommandError when it cannot be read."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"cannot read {path}: {exc}{hint}") from exc
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        raise CommandError("expected a list of LoCoMo conversations")
+    return data[:conversations] if conversations else data
+
+
 def parse_session_date(text: str) -> datetime | None:
     cleaned = " ".join(str(text).split())
     for fmt in _DATE_FORMATS:
@@ -176,16 +190,7 @@ class Command(BaseCommand):
         # Latency is reported as production would see it: without the query log.
         settings.DEBUG = False
         path = Path(options["file"])
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise CommandError(f"cannot read {path}: {exc}") from exc
-        if isinstance(data, dict):
-            data = [data]
-        if not isinstance(data, list):
-            raise CommandError("expected a list of LoCoMo conversations")
-        if options["conversations"]:
-            data = data[: options["conversations"]]
+        data = read_locomo(path, options["conversations"])
         try:
             ks = sorted({int(k) for k in options["k"].split(",") if k.strip()})
         except ValueError:
