@@ -240,6 +240,8 @@ def test_vectors_of_another_model_or_length_are_ignored(namespace, make_memory):
 
 
 def test_se_in_the_pipeline_reads_codes(namespace, make_memory, settings):
+    """The pipeline's Se goes through the codes: the same vectors without codes find nothing
+    (tests/recall/test_stages.py checks what Se finds)."""
     settings.EMBEDDING_ENABLED = True
     settings.EMBEDDING_PROVIDER = "fake"
     settings.EMBEDDING_SIMILARITY_THRESHOLD = 0.3
@@ -248,5 +250,8 @@ def test_se_in_the_pipeline_reads_codes(namespace, make_memory, settings):
     embed_pending(provider="fake")
     recall = make_recall(namespace)
     assert [hit.memory_id for hit in recall("automobile").results] == [car.pk]
+
+    EmbeddingCode.objects.filter(memory=car).delete()
+    assert recall("automobile").results == []
     EmbeddingCode.objects.all().delete()  # no code, no Se hit: the codes are read
     assert recall("automobile").results == []
