@@ -79,13 +79,9 @@ class Scope:
 
     @cached_property
     def namespace_ids(self) -> list[int]:
-        qs = Namespace.objects.filter(owner=self.user)
-        if self.token is not None and not self.token.all_namespaces:
-            qs = qs.filter(tokens=self.token)
-        return list(qs.values_list("pk", flat=True))
+        return list(self.namespaces().values_list("pk", flat=True))
 
     def namespaces(self) -> QuerySet[Namespace]:
-        # The same restriction as namespace_ids, in one query rather than two.
         qs = Namespace.objects.filter(owner=self.user)
         if self.token is not None and not self.token.all_namespaces:
             qs = qs.filter(tokens=self.token)

@@ -14,8 +14,9 @@ bulk_create), and written:
 - Any other engine: `bulk_create`.
 
 Like bulk_create this sends no signals and runs no `save()`. Foreign keys are written from
-their `<name>_id` attributes. Atomicity is the caller's: call these inside
-`transaction.atomic()` with the rest of the write.
+their `<name>_id` attributes. Each call is atomic by itself (a failed chunk undoes the
+earlier ones, as bulk_create's batches do); call these inside `transaction.atomic()` to
+make them atomic with the rest of the write.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connections, models, router
+from django.db import connections, models, router, transaction
 from django.utils import timezone
 
 # Field types whose Python value is written as it is when it has the expected type;
@@ -143,7 +144,7 @@ def _prepare(fields: Sequence[models.Field], rows: Sequence[Sequence], connectio
 
 
 def _write(connection, model, fields, rows: list[list], *, ids: bool) -> list[int]:
-    with connection.cursor() as cursor:
+    with transaction.atomic(using=connection.alias, savepoint=False), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             new_ids = _reserve_ids(cursor, model._meta, len(rows)) if ids else []
             with _copy(cursor, model._meta, fields, ids=ids) as copy:
@@ -192,40 +193,41 @@ def writer(
             for obj, pk in zip(objs, new_ids, strict=True):
                 obj.pk = pk
 
-    if expected < SMALL or connection.vendor not in ("postgresql", "sqlite"):
+    # All or nothing even where the caller holds no transaction, as bulk_create is.
+    with transaction.atomic(using=alias, savepoint=False):
+        if expected < SMALL or connection.vendor not in ("postgresql", "sqlite"):
 
-        def write_small(objs: Sequence[models.Model]) -> None:
-            model._base_manager.using(alias).bulk_create(objs)
+            def write_small(objs: Sequence[models.Model]) -> None:
+                model._base_manager.using(alias).bulk_create(objs)
 
-        yield write_small
-        return
-    if connection.vendor == "sqlite":
+            yield write_small
+            return
+        if connection.vendor == "sqlite":
+            with connection.cursor() as cursor:
+
+                def write_sqlite(objs: Sequence[models.Model]) -> None:
+                    if objs:
+                        rows = rows_of(objs)
+                        opts = model._meta
+                        saved(objs, _insert_sqlite(connection, cursor, opts, fields, rows, ids=ids))
+
+                yield write_sqlite
+            return
         with connection.cursor() as cursor:
+            reserved = _reserve_ids(cursor, model._meta, expected) if ids else []
+            position = 0
+            with _copy(cursor, model._meta, fields, ids=ids) as copy:
 
-            def write_sqlite(objs: Sequence[models.Model]) -> None:
-                if objs:
-                    rows = rows_of(objs)
-                    saved(
-                        objs, _insert_sqlite(connection, cursor, model._meta, fields, rows, ids=ids)
-                    )
+                def write_postgresql(objs: Sequence[models.Model]) -> None:
+                    nonlocal position
+                    if position + len(objs) > expected:
+                        raise ValueError(f"more than the {expected} rows expected")
+                    new_ids = reserved[position : position + len(objs)]
+                    position += len(objs)
+                    _copy_rows(copy, rows_of(objs), new_ids)
+                    saved(objs, new_ids)
 
-            yield write_sqlite
-        return
-    with connection.cursor() as cursor:
-        reserved = _reserve_ids(cursor, model._meta, expected) if ids else []
-        position = 0
-        with _copy(cursor, model._meta, fields, ids=ids) as copy:
-
-            def write_postgresql(objs: Sequence[models.Model]) -> None:
-                nonlocal position
-                if position + len(objs) > expected:
-                    raise ValueError(f"more than the {expected} rows expected")
-                new_ids = reserved[position : position + len(objs)]
-                position += len(objs)
-                _copy_rows(copy, rows_of(objs), new_ids)
-                saved(objs, new_ids)
-
-            yield write_postgresql
+                yield write_postgresql
 
 
 def insert_new(objs: Sequence[models.Model], *, ids: bool = False) -> None:

@@ -659,9 +659,10 @@ def memory_bulk_create(
     return built
 
 
+@transaction.atomic
 def memories_insert(built: list[Memory], *, actor=None, source: str = "system") -> None:
     """Write built (validated, derived) memories with their 'created' events and cards,
-    set-based; the caller holds the transaction. The benchmark's corpus loader uses it."""
+    set-based, all or nothing. The benchmark's corpus loader uses it."""
     insert_new(built, ids=True)
     _events_and_cards(built, _created_event_rows(built, actor, source))
 

@@ -83,9 +83,12 @@ _JSON_FIELDS = ("keywords", "recall_timestamps", "emotion_tags", "importance_fla
 # datetimes cost more than any ranking step; the results' created_at is made from them.
 _EPOCH_SQL = {
     "postgresql": "date_part('epoch', m.{})",
-    # Whole seconds, plus the ".ffffff" Django writes when there are microseconds: exact
-    # to the microsecond, where julianday() would be off by tens of them.
-    "sqlite": "(CAST(strftime('%%s', m.{0}) AS INTEGER) + CAST(substr(m.{0}, 20) AS REAL))",
+    # Whole seconds of the first 19 characters (strftime would round .9995 and up to the
+    # next second), plus the ".ffffff" Django writes when there are microseconds: exact to
+    # the microsecond, where julianday() would be off by tens of them.
+    "sqlite": (
+        "(CAST(strftime('%%s', substr(m.{0}, 1, 19)) AS INTEGER) + CAST(substr(m.{0}, 20) AS REAL))"
+    ),
 }
 _EPOCH_FIELDS = {"last_used_ts": "last_used_at", "created_ts": "created_at"}
 

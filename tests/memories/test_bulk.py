@@ -211,3 +211,17 @@ def test_inserts_are_logged_like_other_queries_when_queries_are_captured(namespa
     if connection.vendor == "sqlite":
         assert statements.count('INSERT INTO "memories_memory"') == 1
         assert 'INSERT INTO "memories_memoryevent"' in statements
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_insert_without_a_callers_transaction_is_still_all_or_nothing(user):
+    """A refused row in a later chunk undoes the earlier chunks, as bulk_create would."""
+    from django.db import IntegrityError
+
+    namespace = services.namespace_create(owner=user, name="Autocommit")
+    memories = [services.memory_build(namespace=namespace, content=f"row {i}") for i in range(60)]
+    memories[-1].strength = 5.0  # outside memory_strength_range, which the database checks
+    with pytest.raises(IntegrityError), bulk.writer(Memory, ids=True, expected=60) as write:
+        write(memories[:30])
+        write(memories[30:])
+    assert not Memory.objects.filter(namespace=namespace).exists()

@@ -468,3 +468,14 @@ def test_it_rejects_bad_input(namespace, kwargs):
     arguments = {"namespaces": [namespace], "ceiling": C.RESTRICTED, "query": "x", **kwargs}
     with pytest.raises(ValidationError):
         recall_run(**arguments)
+
+
+@pytest.mark.parametrize("microsecond", [0, 1, 499_999, 999_999])
+def test_results_keep_their_created_at_to_the_microsecond(recall, make_memory, microsecond):
+    from datetime import UTC, datetime
+
+    created = datetime(2026, 1, 31, 23, 59, 59, microsecond, tzinfo=UTC)
+    memory = make_memory("Quarterly budget review", created_at=created)
+    (hit,) = recall("quarterly budget").results
+    assert hit.memory_id == memory.pk
+    assert hit.to_dict()["metadata"]["created_at"] == created.isoformat()
