@@ -163,7 +163,7 @@ def writer(
     COPY, which the server works through while the caller builds the next chunk. At most
     `expected` instances may be written (their ids, wanted or not, are reserved up front
     on PostgreSQL; unused ones are skipped, as a rolled-back insert skips them). An
-    exception inside the block aborts the COPY; the caller's transaction undoes the rest.
+    exception inside the block aborts the COPY and undoes every chunk written.
     With `ids`, write sets each instance's primary key. auto_now fields are stamped.
     """
     alias = router.db_for_write(model)
