@@ -10,14 +10,20 @@ never an HTML page.
 from __future__ import annotations
 
 import logging
+import sys
+import tempfile
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, ValidationError
+from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, OperationalError
+from django.db.backends.signals import connection_created
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from rest_framework import exceptions, pagination
+from rest_framework import exceptions, negotiation, pagination, parsers, renderers
 from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
+
+from config import jsonparse
+from config.dberrors import integrity_kind, is_statement_timeout
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +84,48 @@ def _domain_error(exc: Exception) -> tuple[int, str, str, str | None] | None:
     return None
 
 
+def database_error(exc: BaseException) -> tuple[int, dict[str, Any]] | None:
+    """The answer to a database error that reached the API: never a 500.
+
+    A unique violation the services did not turn into a field error (a race they do not
+    guard yet) is a conflict; a check, not-null or data error is invalid input; an
+    unreachable database, a lock timeout or a cancelled statement is temporary (503).
+    """
+    if isinstance(exc, IntegrityError):
+        kind = integrity_kind(exc)
+        logger.warning("API integrity error (%s) answered without a 500", kind, exc_info=exc)
+        if kind in ("check", "not_null"):
+            message = "A value is out of range or missing."
+            return 400, error_body(400, "invalid", message)
+        if kind == "foreign_key":
+            message = "Something this refers to does not exist (any more)."
+            return 409, error_body(409, "conflict", message)
+        message = "This conflicts with an existing object (perhaps created at the same time)."
+        return 409, error_body(409, "conflict", message)
+    if isinstance(exc, DataError):
+        logger.warning("API data error answered 400", exc_info=exc)
+        return 400, error_body(400, "invalid", "A value does not fit its field.")
+    if isinstance(exc, OperationalError | InterfaceError):
+        logger.error("API request failed on the database", exc_info=exc)
+        if is_statement_timeout(exc):
+            message = (
+                "The query took longer than DATABASE_STATEMENT_TIMEOUT_MS and was cancelled; "
+                "narrow the request."
+            )
+            return 503, error_body(503, "timeout", message, limit="DATABASE_STATEMENT_TIMEOUT_MS")
+        message = "The database is unavailable; try again shortly."
+        return 503, error_body(503, "unavailable", message)
+    return None
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, DatabaseError):
+        answer = database_error(exc)
+        if answer is not None:
+            return Response(answer[1], status=answer[0])
+    if isinstance(exc, JsonBodyError) and exc.path:
+        body = error_body(400, "parse_error", str(exc.detail), {exc.path: [exc.reason]})
+        return Response(body, status=400)
     if isinstance(exc, ValidationError):
         fields = _as_lists(exc.message_dict) if hasattr(exc, "error_dict") else None
         message = "Invalid input." if fields else "; ".join(exc.messages)
@@ -94,6 +141,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
+
+    # Imported here: rest_framework.views reads the parser setting, which names this module.
+    from rest_framework.views import exception_handler as drf_exception_handler
 
     response = drf_exception_handler(exc, context)
     if response is None:
@@ -123,26 +173,123 @@ def _too_big(limit: int, setting: str) -> dict[str, Any]:
     )
 
 
+class JsonBodyError(exceptions.ParseError):
+    """A body config.jsonparse refused; `path` names where, as in a field error."""
+
+    def __init__(self, error: jsonparse.JsonInputError) -> None:
+        where = f" (at {error.path})" if error.path else ""
+        super().__init__(f"The body is not acceptable JSON: {error.message}{where}.")
+        self.path = error.path
+        self.reason = error.message
+
+
+class StrictJSONParser(parsers.BaseParser):
+    """application/json through config.jsonparse: what no write path can store (NaN, NUL,
+    lone surrogates, invalid UTF-8, nesting past 64 levels) is a 400 naming the field,
+    never a 500 later. JSON is UTF-8 (RFC 8259), whatever charset the header names."""
+
+    media_type = "application/json"
+    renderer_class = renderers.JSONRenderer
+
+    def parse(self, stream, media_type=None, parser_context=None) -> Any:
+        try:
+            return jsonparse.loads(stream.read())
+        except jsonparse.JsonInputError as error:
+            raise JsonBodyError(error) from None
+
+
+class JsonNegotiation(negotiation.DefaultContentNegotiation):
+    """The view's first renderer when none matches Accept: an API client asking for
+    text/html gets JSON (errors included), not a 406."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        try:
+            return super().select_renderer(request, renderers, format_suffix)
+        except exceptions.NotAcceptable:
+            return renderers[0], renderers[0].media_type
+
+
 class ApiBodyLimitMiddleware:
-    """Refuse oversized API bodies before anything reads them (DRF's parsers don't check)."""
+    """Refuse oversized API bodies before anything reads them (DRF's parsers don't check).
+
+    A chunked body (Transfer-Encoding, no Content-Length) is read here, up to the limit,
+    when the server ends the input at the body's end (gunicorn says so in
+    wsgi.input_terminated); Django alone would see it as empty. Other servers give no
+    safe way to find the end: 411.
+    """
 
     def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith(API_PREFIX):
-            try:
-                length = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                return JsonResponse(
-                    error_body(400, "invalid", "Content-Length is not a number."), status=400
-                )
-            is_import = request.path.endswith("/import")
-            limit = settings.API_IMPORT_MAX_BYTES if is_import else settings.API_MAX_BODY_BYTES
-            setting = "API_IMPORT_MAX_BYTES" if is_import else "API_MAX_BODY_BYTES"
-            if length > limit:
-                return JsonResponse(_too_big(limit, setting), status=413)
+        if not request.path.startswith(API_PREFIX):
+            return self.get_response(request)
+        is_import = request.path.endswith("/import")
+        limit = settings.API_IMPORT_MAX_BYTES if is_import else settings.API_MAX_BODY_BYTES
+        setting = "API_IMPORT_MAX_BYTES" if is_import else "API_MAX_BODY_BYTES"
+        chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if chunked and not request.META.get("CONTENT_LENGTH"):
+            return self._unsized(request, limit, setting)
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return JsonResponse(
+                error_body(400, "invalid", "Content-Length is not a number."), status=400
+            )
+        if length > limit:
+            return JsonResponse(_too_big(limit, setting), status=413)
         return self.get_response(request)
+
+    def _unsized(self, request: HttpRequest, limit: int, setting: str) -> HttpResponse:
+        if not request.META.get("wsgi.input_terminated"):
+            message = "A chunked body is not supported by this server; send Content-Length."
+            return JsonResponse(error_body(411, "length_required", message), status=411)
+        source = request.META["wsgi.input"]
+        # In memory up to the ordinary limit, on disk beyond (imports).
+        with tempfile.SpooledTemporaryFile(max_size=settings.API_MAX_BODY_BYTES) as body:
+            size = 0
+            while chunk := source.read(64 * 1024):
+                size += len(chunk)
+                if size > limit:
+                    return JsonResponse(_too_big(limit, setting), status=413)
+                body.write(chunk)
+            body.seek(0)
+            # From here on the request reads like one sent with Content-Length.
+            request.META["CONTENT_LENGTH"] = str(size)
+            request._stream = body
+            return self.get_response(request)
+
+
+def _set_statement_timeout(sender, connection, **kwargs) -> None:
+    timeout = settings.DATABASE_STATEMENT_TIMEOUT_MS
+    if connection.vendor == "postgresql" and timeout:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET statement_timeout = {int(timeout)}")
+
+
+class DatabaseGuardMiddleware:
+    """Database failures of API requests answer in the JSON shape (503, 409, 400), and the
+    web process's PostgreSQL connections get DATABASE_STATEMENT_TIMEOUT_MS.
+
+    Only web handlers build middleware, so the timeout reaches request connections and
+    never the worker's or a management command's, whose long statements are legitimate.
+    Failures raised before the view (authentication, the throttle's cache) reach
+    handler500, which answers the same way.
+    """
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+        connection_created.connect(_set_statement_timeout, dispatch_uid="engram-statement-timeout")
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if request.path.startswith(API_PREFIX) and isinstance(exception, DatabaseError):
+            answer = database_error(exception)
+            if answer is not None:
+                return JsonResponse(answer[1], status=answer[0])
+        return None
 
 
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
@@ -155,6 +302,12 @@ def handler404(request: HttpRequest, exception: Exception | None = None) -> Http
 
 def handler500(request: HttpRequest) -> HttpResponse:
     if request.path.startswith(API_PREFIX):
+        # Django calls this inside its `except`: a database failure raised by middleware
+        # (before any view) is still answered as the views answer it.
+        exc = sys.exc_info()[1]
+        answer = database_error(exc) if isinstance(exc, DatabaseError) else None
+        if answer is not None:
+            return JsonResponse(answer[1], status=answer[0])
         return JsonResponse(
             error_body(500, "server_error", "Internal server error; it has been logged."),
             status=500,
@@ -240,8 +393,11 @@ ERROR_STATUSES = {
     "403": "Authenticated but not allowed (read-only token, token managing tokens).",
     "404": "No such object within your namespaces and classification ceiling.",
     "413": "Body over API_MAX_BODY_BYTES (or API_IMPORT_MAX_BYTES for imports).",
+    "409": "Conflicts with an object created at the same time (a unique constraint).",
+    "411": "A chunked body this server cannot read; send Content-Length.",
     "415": "Unsupported media type.",
     "429": "Over API_RATE_LIMIT; retry after `retry_after` seconds.",
+    "503": "Database unavailable or query over DATABASE_STATEMENT_TIMEOUT_MS; retry later.",
 }
 
 

@@ -1,18 +1,22 @@
-"""The database cache (used when REDIS_URL is unset), with its writes committed lazily on
-PostgreSQL."""
+"""The database cache (used when REDIS_URL is unset): its writes committed lazily on
+PostgreSQL, and an atomic incr (the API throttle's counter)."""
 
 from __future__ import annotations
+
+import base64
+import pickle
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.db import DatabaseCache as DjangoDatabaseCache
 from django.db import connections, router, transaction
+from django.utils import timezone
 
 
 class DatabaseCache(DjangoDatabaseCache):
     """Django's database cache; on PostgreSQL a write made outside any transaction commits
-    with `synchronous_commit` off.
+    with `synchronous_commit` off, and `incr` is atomic on every engine.
 
-    The API throttle writes its request history here on every request, in a transaction
+    The API throttle writes its request counter here on every request, in a transaction
     of its own. Waiting for that commit's WAL flush cost more than the rest of a small
     POST (5 ms at the median, 20 at the 95th percentile, against 7 ms without the throttle).
     An asynchronous commit is still atomic and ordered; a crash can lose only the last
@@ -20,12 +24,52 @@ class DatabaseCache(DjangoDatabaseCache):
     the setting to this one transaction, so no other write is affected.
     """
 
+    def _lazy_commit(self, connection) -> bool:
+        """Open a transaction whose commit does not wait for the WAL flush, if we may."""
+        return connection.vendor == "postgresql" and not connection.in_atomic_block
+
     def _base_set(self, mode, key, value, timeout=DEFAULT_TIMEOUT) -> bool:
         db = router.db_for_write(self.cache_model_class)
         connection = connections[db]
-        if connection.vendor != "postgresql" or connection.in_atomic_block:
+        if not self._lazy_commit(connection):
             return super()._base_set(mode, key, value, timeout)
         with transaction.atomic(using=db):
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
             return super()._base_set(mode, key, value, timeout)
+
+    def incr(self, key, delta: int = 1, version=None) -> int:
+        """Add `delta` to a stored number and return the sum; ValueError if the key is
+        missing or expired.
+
+        Django's incr reads, adds and writes with nothing held in between, so concurrent
+        callers lose each other's increments (the throttle then lets everyone through).
+        Here the row is locked while it changes: SELECT ... FOR UPDATE on PostgreSQL; on
+        SQLite the transaction itself takes the database's write lock (IMMEDIATE).
+        """
+        key = self.make_and_validate_key(key, version=version)
+        db = router.db_for_write(self.cache_model_class)
+        connection = connections[db]
+        quote = connection.ops.quote_name
+        table, cache_key, value_column = quote(self._table), quote("cache_key"), quote("value")
+        lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        lazy = self._lazy_commit(connection)
+        with transaction.atomic(using=db), connection.cursor() as cursor:
+            if lazy:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            cursor.execute(
+                f"SELECT {value_column} FROM {table} "
+                f"WHERE {cache_key} = %s AND {quote('expires')} > %s{lock}",
+                [key, now],
+            )
+            row = cursor.fetchone()
+            if row is None:
+                raise ValueError(f"Key '{key}' not found.")
+            stored = pickle.loads(base64.b64decode(connection.ops.process_clob(row[0]).encode()))
+            value = stored + delta
+            encoded = base64.b64encode(pickle.dumps(value, self.pickle_protocol)).decode("latin1")
+            cursor.execute(
+                f"UPDATE {table} SET {value_column} = %s WHERE {cache_key} = %s", [encoded, key]
+            )
+        return value

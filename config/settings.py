@@ -7,6 +7,7 @@ start-up with an ImproperlyConfigured error naming the variable.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -61,6 +62,8 @@ INSTALLED_APPS = [
     "django_q",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "memories",
     "review",
     "recall",
@@ -70,6 +73,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.api.ApiBodyLimitMiddleware",
+    "config.api.DatabaseGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -77,6 +81,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login (config/accounts.py).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -126,6 +133,11 @@ else:
         "DATABASE_PG_OPTIONS", "-c random_page_cost=1.1 -c jit=off"
     )
 DATABASES = {"default": _database}
+# Web requests only (config.api.DatabaseGuardMiddleware; never the worker or manage.py
+# commands, whose long statements are legitimate), PostgreSQL only; 0 disables. Below
+# gunicorn's 30 s worker timeout, so a runaway query ends as a 503 before the worker is
+# killed, and far above any request's normal cost (tens of milliseconds).
+DATABASE_STATEMENT_TIMEOUT_MS = env.int("DATABASE_STATEMENT_TIMEOUT_MS", 20_000, minimum=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, Redis and the worker --------------------------------------------------------
@@ -196,6 +208,19 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# The dashboard's sign-in (django-axes): LOGIN_FAILURE_LIMIT failures of one username from
+# one address lock that pair out for LOGIN_LOCKOUT_MINUTES (the admin unlocks earlier:
+# Axes > Access attempts, delete the row). Other users and addresses are unaffected.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "config.accounts.locked_out"
+AXES_CLIENT_IP_CALLABLE = "config.accounts.client_ip"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
@@ -209,11 +234,29 @@ if not DEBUG:
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", False)
-if env.bool("BEHIND_PROXY", False):
+BEHIND_PROXY = env.bool("BEHIND_PROXY", False)
+if BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Pages load scripts, styles and images from this origin only and run no inline code
+# (htmx's inline indicator styles are off: templates/base.html). The API docs pages
+# relax it for what Swagger UI and Redoc need (config/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 # --- REST API ---------------------------------------------------------------------------
 
@@ -237,11 +280,10 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["memories.auth.ScopedAccess"],
     "DEFAULT_THROTTLE_CLASSES": ["memories.auth.TokenRateThrottle"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_RENDERER_CLASSES": [
-        "rest_framework.renderers.JSONRenderer",
-        "rest_framework.renderers.BrowsableAPIRenderer",
-    ],
+    "DEFAULT_PARSER_CLASSES": ["config.api.StrictJSONParser"],
+    # JSON only, whatever Accept says (an HTML client gets JSON, not a 406 or a page).
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.JsonNegotiation",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.api.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -273,6 +315,8 @@ SPECTACULAR_SETTINGS = {
 
 SM2_EF_CEILING = env.float("SM2_EF_CEILING", 2.5, minimum=1.3)
 SM2_EF_ON_FAILURE = env.choice("SM2_EF_ON_FAILURE", "update", ("update", "keep"))
+# 100 years by default, FSRS's cap too. Due dates past 9999-12-30 are held there anyway.
+SM2_MAX_INTERVAL_DAYS = env.int("SM2_MAX_INTERVAL_DAYS", 36_500, minimum=1, maximum=365_000)
 
 # --- Temporal decay (seed 003) ----------------------------------------------------------
 
@@ -357,7 +401,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO").upper()},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "axes.apps": {"level": "WARNING"},  # its start-up banner, in every command
+    },
 }
 
 # --- Background work (issue 6) ----------------------------------------------------------

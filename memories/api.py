@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Count, Q, QuerySet
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
@@ -19,13 +21,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import CursorPagination
+from config.api import CursorPagination, error_body
+from memories import importer, services, transfer
 from memories import serializers as s
-from memories import services, transfer
 from memories.auth import Scope, SessionOnly
 from memories.models import (
     ApiToken,
     Association,
+    BackgroundRun,
     Classification,
     Consolidation,
     Entity,
@@ -33,6 +36,7 @@ from memories.models import (
     MemoryEvent,
     Namespace,
     Relation,
+    quotes_hidden,
 )
 from memories.text import fold
 
@@ -215,7 +219,8 @@ class MemoryListView(APIView):
         scope = Scope.of(request)
         fields = s.validate_memory_input(request.data)
         namespace = scope.namespace(fields.pop("namespace"))
-        _check_ceiling(scope, fields.get("classification"))
+        fields.setdefault("classification", scope.default_classification)
+        _check_ceiling(scope, fields["classification"])
         memory = services.memory_create(
             namespace=namespace,
             actor=request.user,
@@ -283,7 +288,8 @@ class MemoryBulkView(APIView):
             if namespace is None:
                 errors[str(index)] = {"namespace": ["No such namespace."]}
                 continue
-            if fields.get("classification", Classification.INTERNAL) > scope.ceiling:
+            fields.setdefault("classification", scope.default_classification)
+            if fields["classification"] > scope.ceiling:
                 errors[str(index)] = {"classification": ["Above this token's ceiling."]}
                 continue
             items.append({"namespace": namespace, **fields})
@@ -408,18 +414,15 @@ class MemoryTouchView(APIView):
         return Response(s.MemoryOutput(memory).data)
 
 
-def _redact_above_ceiling(events: list[MemoryEvent], ceiling: int) -> None:
-    """Hide before/after values of events from a time the memory sat above the ceiling."""
-    names = {c.label: c.value for c in Classification}
+REDACTED = {"redacted": "above this token's classification ceiling"}
+
+
+def redact_above_ceiling(events: list[MemoryEvent], ceiling: int) -> None:
+    """Hide the values of events written while the memory sat above the ceiling (each
+    event stores the level it was written at); the kind and time stay."""
     for event in events:
-        levels = [
-            names.get(snapshot.get("classification"), -1)
-            for snapshot in (event.before, event.after)
-            if isinstance(snapshot, dict)
-        ]
-        if any(level > ceiling for level in levels):
-            event.before = {"redacted": "above this token's classification ceiling"}
-            event.after = {"redacted": "above this token's classification ceiling"}
+        if event.classification > ceiling:
+            event.before, event.after = dict(REDACTED), dict(REDACTED)
 
 
 class MemoryHistoryView(APIView):
@@ -436,7 +439,7 @@ class MemoryHistoryView(APIView):
         events = MemoryEvent.objects.filter(memory_ref=memory.pk).select_related("actor")
         paginator = CursorPagination()
         page = paginator.paginate_queryset(events, request, view=self)
-        _redact_above_ceiling(page, scope.ceiling)
+        redact_above_ceiling(page, scope.ceiling)
         return paginator.get_paginated_response(s.EventOutput(page, many=True).data)
 
 
@@ -534,7 +537,11 @@ class EntityListView(APIView):
     def get(self, request: Request) -> Response:
         scope = Scope.of(request)
         entities = _ns_filter(
-            request, scope, Entity.objects.filter(namespace_id__in=scope.namespace_ids)
+            request,
+            scope,
+            Entity.objects.filter(namespace_id__in=scope.namespace_ids).within_ceiling(
+                scope.ceiling
+            ),
         ).select_related("namespace")
         return _paginate(request, self, entities, s.EntityOutput)
 
@@ -560,15 +567,16 @@ class EntityListView(APIView):
             namespace=namespace,
             name=data.validated_data["name"],
             kind=data.validated_data["kind"],
+            classification=scope.default_classification,
         )
         return Response(s.EntityOutput(entity).data, status=status.HTTP_201_CREATED)
 
 
 def _visible_relations(scope: Scope) -> QuerySet[Relation]:
-    """Relations of the caller's namespaces whose source memory, if any, is within reach."""
+    """Relations of the caller's namespaces recorded within its ceiling."""
     return (
         Relation.objects.filter(namespace_id__in=scope.namespace_ids)
-        .filter(Q(memory__isnull=True) | Q(memory__classification__lte=scope.ceiling))
+        .within_ceiling(scope.ceiling)
         .select_related("namespace", "subject", "object")
     )
 
@@ -624,7 +632,12 @@ class RelationListView(APIView):
             memory = scope.memories().filter(pk=memory_id).first()
             if memory is None:
                 raise serializers.ValidationError({"memory": ["No such memory."]})
-        relation = services.relation_create(namespace=namespace, memory=memory, **fields)
+        relation = services.relation_create(
+            namespace=namespace,
+            memory=memory,
+            classification=scope.default_classification if memory is None else None,
+            **fields,
+        )
         return Response(s.RelationOutput(relation).data, status=status.HTTP_201_CREATED)
 
 
@@ -651,20 +664,19 @@ class ConsolidationListView(APIView):
     def get(self, request: Request) -> Response:
         scope = Scope.of(request)
         digests = _ns_filter(
-            request, scope, Consolidation.objects.filter(namespace_id__in=scope.namespace_ids)
+            request,
+            scope,
+            Consolidation.objects.filter(namespace_id__in=scope.namespace_ids).within_ceiling(
+                scope.ceiling
+            ),
         ).select_related("namespace")
         period = _params(request).get("period")
         if period:
             digests = digests.filter(period=period)
         paginator = CursorPagination()
         page = paginator.paginate_queryset(digests.order_by("-created_at", "-id"), request, self)
-        referenced = {pk for digest in page for pk in digest.memory_ids}
-        too_high = set(
-            Memory.objects.filter(pk__in=referenced, classification__gt=scope.ceiling).values_list(
-                "pk", flat=True
-            )
-        )
-        page = [d for d in page if not too_high.intersection(d.memory_ids)]
+        hidden = quotes_hidden(page, scope.ceiling)
+        page = [digest for digest in page if digest.pk not in hidden]
         return paginator.get_paginated_response(s.ConsolidationOutput(page, many=True).data)
 
 
@@ -780,11 +792,13 @@ class NamespaceImportView(APIView):
                 description="`apply` copies the header's namespace settings; default `keep`.",
             )
         ],
-        responses={201: OpenApiTypes.OBJECT},
+        responses={201: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
         tags=["namespaces"],
         summary="Import a JSON Lines export into this namespace, all or nothing",
         description="Memories get new ids; the response maps old ids to new. A malformed, "
-        "truncated or out-of-scope line writes nothing and the error names the line.",
+        "truncated or out-of-scope line writes nothing and the error names the line "
+        "(`fields` maps `line N` to its fields' errors). A body over API_MAX_BODY_BYTES is "
+        "imported in the background: 202 with a job to poll at `url`.",
         examples=[
             OpenApiExample(
                 "Result",
@@ -794,7 +808,30 @@ class NamespaceImportView(APIView):
                     "counts": {"memory": 2, "association": 1},
                     "memory_ids": {"17": 301, "18": 302},
                 },
-            )
+            ),
+            OpenApiExample(
+                "A refused line",
+                response_only=True,
+                status_codes=["400"],
+                value={
+                    "error": {
+                        "status": 400,
+                        "code": "invalid_import",
+                        "message": "line 7: keywords.0: Not a valid string.",
+                        "fields": {"line 7": ["keywords.0: Not a valid string."]},
+                    }
+                },
+            ),
+            OpenApiExample(
+                "Queued",
+                response_only=True,
+                status_codes=["202"],
+                value={
+                    "job": 12,
+                    "status": "running",
+                    "url": "https://engram.example.com/api/v1/namespaces/work/import/12",
+                },
+            ),
         ],
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -806,11 +843,59 @@ class NamespaceImportView(APIView):
         content_type = request.content_type.split(";")[0].strip()
         if content_type not in ("application/x-ndjson", "application/jsonl", "text/plain"):
             raise UnsupportedMediaType(content_type)
-        result = transfer.namespace_import(
-            namespace=namespace,
-            lines=request._request,
-            ceiling=scope.ceiling,
-            actor=request.user,
-            apply_settings=mode == "apply",
-        )
+        options = {
+            "namespace": namespace,
+            "ceiling": scope.ceiling,
+            "actor": request.user,
+            "apply_settings": mode == "apply",
+        }
+        # ApiBodyLimitMiddleware has checked the header against API_IMPORT_MAX_BYTES.
+        if int(request.META.get("CONTENT_LENGTH") or 0) > settings.API_MAX_BODY_BYTES:
+            # More than any other request may send: more than a web worker's timeout
+            # allows to import (docs/api.md has the rates), so the worker does it.
+            run = importer.import_job_create(body=request._request, **options)
+            url = request.build_absolute_uri(
+                reverse("api-import-job", kwargs={"slug": slug, "job": run.pk})
+            )
+            return Response(
+                {"job": run.pk, "status": run.status, "url": url},
+                status=status.HTTP_202_ACCEPTED,
+                headers={"Location": url},
+            )
+        try:
+            result = importer.namespace_import(lines=request._request, **options)
+        except importer.ImportFailed as refused:
+            fields = {refused.field: refused.messages}
+            return Response(error_body(400, refused.api_code, str(refused), fields), status=400)
         return Response(result.as_dict(), status=status.HTTP_201_CREATED)
+
+
+class NamespaceImportJobView(APIView):
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        tags=["namespaces"],
+        summary="The state of a background import: running, ok (counts, ids) or failed",
+        examples=[
+            OpenApiExample(
+                "Refused",
+                response_only=True,
+                status_codes=["200"],
+                value={
+                    "job": 12,
+                    "status": "failed",
+                    "started_at": "2026-11-24T09:00:00Z",
+                    "finished_at": "2026-11-24T09:00:41Z",
+                    "error": {
+                        "status": 400,
+                        "code": "invalid_import",
+                        "message": "line 70412: embedding: Not valid base64.",
+                        "fields": {"line 70412": ["embedding: Not valid base64."]},
+                    },
+                },
+            )
+        ],
+    )
+    def get(self, request: Request, slug: str, job: int) -> Response:
+        namespace = get_object_or_404(Scope.of(request).namespaces(), slug=slug)
+        jobs = BackgroundRun.objects.filter(kind=importer.IMPORT_KIND, namespace=namespace)
+        return Response(importer.import_job_state(get_object_or_404(jobs, pk=job)))

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from memories.decay import SECONDS_PER_DAY, TIER_LONG_TERM
+from memories.decay import SECONDS_PER_DAY, TIER_LONG_TERM, require_finite
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,14 @@ class BoostConfig:
     max_stability: float = 1.0
 
     def __post_init__(self) -> None:
+        for name in (
+            "direct_boost",
+            "associative_boost",
+            "max_spaced_rep_multiplier",
+            "spaced_rep_interval_days",
+            "max_stability",
+        ):
+            require_finite(name, getattr(self, name))
         if not self.spaced_rep_interval_days > 0:
             raise ValueError("spaced_rep_interval_days must be positive")
 
@@ -52,6 +60,7 @@ class Reactivation:
 
 def spaced_rep_factor(days_since_last_access: float, config: BoostConfig) -> float:
     """min(cap, days / interval), never negative (a clock skew gives 0, not a penalty)."""
+    require_finite("days_since_last_access", days_since_last_access)
     factor = days_since_last_access / config.spaced_rep_interval_days
     return max(0.0, min(config.max_spaced_rep_multiplier, factor))
 
@@ -69,6 +78,7 @@ def boosted_stability(
     A memory never accessed before is treated as last accessed one interval ago
     (factor 1.0): its first retrieval earns exactly the base boost.
     """
+    require_finite("stability", stability)
     if last_accessed_at is None:
         days = config.spaced_rep_interval_days
     else:
@@ -85,6 +95,7 @@ def should_promote_to_core(
     rule: CorePromotionRule,
 ) -> bool:
     """Promote when seen in enough distinct sessions AND accessed and stable enough."""
+    require_finite("stability", stability)
     distinct_sessions = {session for session in session_ids if session}
     return (
         len(distinct_sessions) >= rule.min_sessions
@@ -101,6 +112,7 @@ def should_move_to_cold(
     Short-term memories are forgotten instead (decay.should_forget) and core memories
     stay hot: they were promoted precisely so that they would not fade.
     """
+    require_finite("score", score)
     return tier == TIER_LONG_TERM and not cold and score <= floor
 
 

@@ -176,7 +176,7 @@ def _local_midnight(day: date) -> datetime:
 
 def _ranked_memories(
     namespace_id: int, start: date, end: date, max_items: int
-) -> dict[str, tuple[int, list[tuple[int, str, float]]]]:
+) -> dict[str, tuple[int, list[tuple[int, str, float, int]]]]:
     """Per topic: how many live memories the period created, and the best max_items."""
     ends_at = _local_midnight(end)
     p_sql, p_params = params_cte(SweepConfig.from_settings(), ends_at)
@@ -184,23 +184,27 @@ def _ranked_memories(
     where = (
         f"m.namespace_id = %s AND m.created_at >= %s AND m.created_at < %s AND m.status IN ({live})"
     )
+    scored = scored_memories_sql(where=where, columns=("topic", "content", "classification"))
     sql = (
-        f"WITH {p_sql}, {scored_memories_sql(where=where, columns=('topic', 'content'))}, "
+        f"WITH {p_sql}, {scored}, "
         "ranked AS (SELECT s.topic, s.id, s.content, s.score, "
+        "MAX(s.classification) OVER (PARTITION BY s.topic) AS level, "
         "ROW_NUMBER() OVER (PARTITION BY s.topic ORDER BY s.score DESC, s.id) AS rank, "
         "COUNT(*) OVER (PARTITION BY s.topic) AS total FROM scored s) "
-        "SELECT topic, id, content, score, total FROM ranked WHERE rank <= %s "
+        "SELECT topic, id, content, score, level, total FROM ranked WHERE rank <= %s "
         "ORDER BY topic, rank"
     )
     adapt = connection.ops.adapt_datetimefield_value
     params = [*p_params, namespace_id, adapt(_local_midnight(start)), adapt(ends_at), max_items]
-    topics: dict[str, tuple[int, list[tuple[int, str, float]]]] = {}
+    topics: dict[str, tuple[int, list[tuple[int, str, float, int]]]] = {}
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("SET LOCAL jit = off")
         cursor.execute(sql, params)
-        for topic, memory_id, content, score, total in cursor.fetchall():
-            topics.setdefault(topic, (total, []))[1].append((memory_id, content, float(score)))
+        for topic, memory_id, content, score, level, total in cursor.fetchall():
+            topics.setdefault(topic, (total, []))[1].append(
+                (memory_id, content, float(score), level)
+            )
     return topics
 
 
@@ -243,10 +247,13 @@ def consolidation_build(
             start=start,
             topic=topic,
             total=total,
-            items=items,
+            items=[item[:3] for item in items],
             excerpt_chars=excerpt_chars,
         )
-        ids = [memory_id for memory_id, _, _ in items]
+        ids = [item[0] for item in items]
+        # The digest quotes its memories and counts the period's: it is as sensitive as
+        # the most sensitive of them.
+        level = max(item[3] for item in items)
         digest = existing.get(topic)
         if digest is None:
             digest, created = Consolidation.objects.get_or_create(
@@ -254,17 +261,23 @@ def consolidation_build(
                 period=period,
                 period_start=start,
                 topic=topic,
-                defaults={"text": text, "memory_ids": ids, "content_hash": content_hash(text)},
+                defaults={
+                    "text": text,
+                    "memory_ids": ids,
+                    "content_hash": content_hash(text),
+                    "classification": level,
+                },
             )
             if created:
                 report.created += 1
                 digests.append(digest)
                 continue
-        if digest.text == text and digest.memory_ids == ids:
+        if digest.text == text and digest.memory_ids == ids and digest.classification == level:
             report.unchanged += 1
         else:
             digest.text, digest.memory_ids, digest.content_hash = text, ids, content_hash(text)
-            digest.save(update_fields=["text", "memory_ids", "content_hash"])
+            digest.classification = level
+            digest.save(update_fields=["text", "memory_ids", "content_hash", "classification"])
             report.updated += 1
         digests.append(digest)
     return digests
@@ -457,16 +470,25 @@ def _import_file(
         raise ValueError("memory_ids must be a list of integers")
     if not body.strip():
         raise ValueError("the digest has no text")
-    known = set(Memory.objects.filter(namespace=target, id__in=ids).values_list("id", flat=True))
+    known = dict(
+        Memory.objects.filter(namespace=target, id__in=ids).values_list("id", "classification")
+    )
+    # A digest whose memories are not all here may quote what none of them says: restricted.
+    level = max(known.values()) if known and len(known) == len(set(ids)) else 3
     ids = [i for i in ids if i in known]
-    defaults = {"text": body, "memory_ids": ids, "content_hash": content_hash(body)}
+    defaults = {
+        "text": body,
+        "memory_ids": ids,
+        "content_hash": content_hash(body),
+        "classification": level,
+    }
     with transaction.atomic():
         digest, created = Consolidation.objects.select_for_update().get_or_create(
             namespace=target, period=period, period_start=start, topic=topic, defaults=defaults
         )
         if created:
             report.created += 1
-        elif digest.text == body and digest.memory_ids == ids:
+        elif all(getattr(digest, name) == value for name, value in defaults.items()):
             report.unchanged += 1
         else:
             for name, value in defaults.items():

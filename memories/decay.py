@@ -22,6 +22,20 @@ DecayModel = Literal["exponential", "power_law", "two_component"]
 DECAY_MODELS: tuple[str, ...] = ("exponential", "power_law", "two_component")
 
 
+def require_finite(name: str, value: float) -> float:
+    """`value` if it is a finite number, else ValueError naming `name`.
+
+    The pure modules (here, boosting, review.sm2 and its kin, recall.scoring and mmr) call
+    it at their boundaries because NaN slips through their clamps and comparisons as a
+    plausible number: max(0.0, nan) is 0.0, min(1.0, nan) is 1.0 and nan < x is False.
+    It lives here, the lowest pure module, so review and recall can share it without
+    memories importing them.
+    """
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class DecayParams:
     """Decay model and its shape; defaults mirror the DECAY_* settings."""
@@ -35,6 +49,15 @@ class DecayParams:
     fast_weight: float = 0.7
 
     def __post_init__(self) -> None:
+        for name in (
+            "half_life_days",
+            "beta",
+            "power_alpha",
+            "fast_half_life_days",
+            "slow_half_life_days",
+            "fast_weight",
+        ):
+            require_finite(name, getattr(self, name))
         if self.model not in DECAY_MODELS:
             raise ValueError(f"unknown decay model {self.model!r}; expected one of {DECAY_MODELS}")
         for name in ("half_life_days", "power_alpha", "fast_half_life_days", "slow_half_life_days"):
@@ -58,6 +81,8 @@ class Thresholds:
     promote_window_days: float = 14.0
 
     def __post_init__(self) -> None:
+        for name in ("forget", "danger_min", "danger_max", "promote", "promote_window_days"):
+            require_finite(name, getattr(self, name))
         if not self.danger_min < self.danger_max:
             raise ValueError("danger_min must be below danger_max")
         if not self.forget < self.promote:
@@ -93,7 +118,7 @@ def power_law_t0_seconds(half_life_days: float, alpha: float) -> float:
 
 def decay_factor(dt_seconds: float, params: DecayParams) -> float:
     """Fraction of the score left after dt_seconds without use; negative dt counts as 0."""
-    dt = max(0.0, dt_seconds)
+    dt = max(0.0, require_finite("dt_seconds", dt_seconds))
     if params.model == "exponential":
         return math.exp(-half_life_to_lambda(params.half_life_days) * dt)
     if params.model == "power_law":
@@ -125,22 +150,24 @@ def decay_score_after(
     *, use_count: int, dt_seconds: float, strength: float, params: DecayParams
 ) -> float:
     """decay_score given the seconds since the last use (recall ranks on epoch seconds)."""
+    require_finite("strength", strength)
     return (max(0, use_count) + 1) ** params.beta * decay_factor(dt_seconds, params) * strength
 
 
 def should_promote(*, score: float, uses_in_window: int, thresholds: Thresholds) -> bool:
     """Promote on a high score OR enough uses inside the promotion window (either suffices)."""
+    require_finite("score", score)
     return score >= thresholds.promote or uses_in_window >= thresholds.promote_use_count
 
 
 def should_forget(*, score: float, tier: str, thresholds: Thresholds) -> bool:
     """Only short-term memories are forgotten, and only strictly below the threshold."""
-    return tier == TIER_SHORT_TERM and score < thresholds.forget
+    return tier == TIER_SHORT_TERM and require_finite("score", score) < thresholds.forget
 
 
 def in_danger_zone(score: float, thresholds: Thresholds) -> bool:
     """Fading but not forgotten: danger_min <= score <= danger_max, both ends inclusive."""
-    return thresholds.danger_min <= score <= thresholds.danger_max
+    return thresholds.danger_min <= require_finite("score", score) <= thresholds.danger_max
 
 
 def _sigmoid(x: float) -> float:
@@ -154,7 +181,8 @@ def review_priority(score: float, thresholds: Thresholds) -> float:
     The curve is shallow by construction (0.90 at scores 0 and 0.5, 0.70 at 1.0); parabola_boost
     is the sharp alternative.
     """
-    return _sigmoid(0.5 - abs(thresholds.danger_centre - score)) / _sigmoid(0.5)
+    distance = abs(thresholds.danger_centre - require_finite("score", score))
+    return _sigmoid(0.5 - distance) / _sigmoid(0.5)
 
 
 def parabola_boost(score: float, thresholds: Thresholds, *, half_width: float = 0.25) -> float:
@@ -163,6 +191,8 @@ def parabola_boost(score: float, thresholds: Thresholds, *, half_width: float = 
     half_width defaults to 0.25 as seed 003 writes it, so the boost reaches zero at scores
     0 and 0.5, not at the danger-zone edges (it is 0.84 at 0.15 and 0.35).
     """
+    require_finite("score", score)
+    require_finite("half_width", half_width)
     return max(0.0, 1.0 - (score - thresholds.danger_centre) ** 2 / half_width**2)
 
 

@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.forms.models import fields_for_model
 from django.utils import timezone
 
+from memories import substring
 from memories.models import ApiToken, Memory, Namespace
 from memories.services import EDITABLE_FIELDS, NAMESPACE_EDITABLE_FIELDS
 
@@ -309,6 +310,12 @@ class MemoryFilterForm(DashboardForm):
         self.fields["namespace"].choices = [("", "All namespaces")] + [
             (ns.slug, ns.name) for ns in namespaces
         ]
+
+    def clean_q(self) -> str:
+        q = self.cleaned_data["q"]
+        if q and substring.too_short(q):  # no index could serve it: a scan of every memory
+            raise ValidationError(substring.TOO_SHORT)
+        return q
 
     def filters(self) -> dict[str, Any]:
         """The valid filters only: a bad value in one field does not empty the list."""

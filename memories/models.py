@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -9,6 +10,16 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+from config.bounds import (
+    FLOAT_LIMIT,
+    date_checks,
+    datetime_checks,
+    float_check,
+    validate_date,
+    validate_datetime,
+    validate_finite,
+)
 
 if TYPE_CHECKING:
     from memories.decay import DecayParams
@@ -21,6 +32,13 @@ class Classification(models.IntegerChoices):
     INTERNAL = 1, "internal"
     CONFIDENTIAL = 2, "confidential"
     RESTRICTED = 3, "restricted"
+
+    @classmethod
+    def default_for(cls, ceiling: int) -> Classification:
+        """The level of a new memory (or relation, entity) whose writer names none: internal,
+        or the writer's ceiling if that is lower. Every write path asks here, so a writer
+        never creates what it could not read back."""
+        return cls(min(cls.INTERNAL, ceiling))
 
     @classmethod
     def from_name(cls, name: str) -> Classification:
@@ -66,37 +84,49 @@ class Namespace(models.Model):
 
     # Ranking weights; null means "the mode's default" (MODE_WEIGHTS).
     weight_similarity = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
     )
     weight_recency = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
     )
     weight_utility = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
     )
     weight_confidence = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
     )
 
     # Decay (seed 003); null means the global setting of the same name.
     decay_model = models.CharField(max_length=20, choices=DecayModel.choices, blank=True)
     decay_half_life_days = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.001)]
+        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.001)]
     )
     decay_beta = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(2.0)],
     )
     decay_power_alpha = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.01)]
+        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.01)]
     )
     decay_fast_half_life_days = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.001)]
+        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.001)]
     )
     decay_slow_half_life_days = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.001)]
+        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.001)]
     )
     decay_fast_weight = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
     )
 
     # Review scheduling (seeds 000 and 004).
@@ -104,18 +134,30 @@ class Namespace(models.Model):
         max_length=10, choices=SchedulerKind.choices, default=SchedulerKind.SM2
     )
     desired_retention = models.FloatField(
-        default=0.9, validators=[MinValueValidator(0.7), MaxValueValidator(0.99)]
+        default=0.9, validators=[validate_finite, MinValueValidator(0.7), MaxValueValidator(0.99)]
     )
     new_cards_per_day = models.PositiveSmallIntegerField(
         default=5, validators=[MaxValueValidator(1000)]
     )
 
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
     class Meta:
         ordering = ["owner_id", "name"]
         constraints = [
             models.UniqueConstraint(fields=["owner", "slug"], name="namespace_unique_slug"),
+            float_check("namespace", "weight_similarity", 0.0, 1.0),
+            float_check("namespace", "weight_recency", 0.0, 1.0),
+            float_check("namespace", "weight_utility", 0.0, 1.0),
+            float_check("namespace", "weight_confidence", 0.0, 1.0),
+            float_check("namespace", "decay_half_life_days", 0.001, FLOAT_LIMIT),
+            float_check("namespace", "decay_beta", 0.0, 2.0),
+            float_check("namespace", "decay_power_alpha", 0.01, FLOAT_LIMIT),
+            float_check("namespace", "decay_fast_half_life_days", 0.001, FLOAT_LIMIT),
+            float_check("namespace", "decay_slow_half_life_days", 0.001, FLOAT_LIMIT),
+            float_check("namespace", "decay_fast_weight", 0.0, 1.0),
+            float_check("namespace", "desired_retention", 0.7, 0.99),
+            *datetime_checks("namespace", "created_at"),
         ]
 
     def __str__(self) -> str:
@@ -233,56 +275,56 @@ class Memory(models.Model):
     tier = models.CharField(max_length=12, choices=Tier.choices, default=Tier.SHORT_TERM)
     storage = models.CharField(max_length=4, choices=Storage.choices, default=Storage.HOT)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
-    status_changed_at = models.DateTimeField(null=True, blank=True)
-    promoted_at = models.DateTimeField(null=True, blank=True)
-    forgotten_at = models.DateTimeField(null=True, blank=True)
+    status_changed_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
+    promoted_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
+    forgotten_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
     forgotten_reason = models.CharField(max_length=200, blank=True)
-    forgotten_score = models.FloatField(null=True, blank=True)
+    forgotten_score = models.FloatField(null=True, blank=True, validators=[validate_finite])
     classification = models.PositiveSmallIntegerField(
         choices=Classification.choices, default=Classification.INTERNAL
     )
 
     # Signals (seeds 000-003).
     strength = models.FloatField(
-        default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
+        default=1.0, validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(2.0)]
     )
     stability = models.FloatField(
-        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+        default=0.0, validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
     utility = models.FloatField(
-        default=0.5, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+        default=0.5, validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
     confidence = models.FloatField(
-        default=0.8, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+        default=0.8, validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
     emotion_score = models.FloatField(
-        default=0.0, validators=[MinValueValidator(-5.0), MaxValueValidator(5.0)]
+        default=0.0, validators=[validate_finite, MinValueValidator(-5.0), MaxValueValidator(5.0)]
     )
     emotion_tags = models.JSONField(default=list, blank=True)
     # trust 0-3 (trust_factor = 0.5 + 0.5 * trust/3); credibility is a source rank
     # 1 (most credible) to 5, and ranks <= 2 get seed 002's 1.25 factor.
     trust = models.FloatField(
-        default=3.0, validators=[MinValueValidator(0.0), MaxValueValidator(3.0)]
+        default=3.0, validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(3.0)]
     )
     credibility = models.PositiveSmallIntegerField(
         default=3, validators=[MinValueValidator(1), MaxValueValidator(5)]
     )
-    relevance_score = models.FloatField(default=0.0)
+    relevance_score = models.FloatField(default=0.0, validators=[validate_finite])
     importance_flags = models.JSONField(default=list, blank=True)
 
     # Counters and timestamps.
     use_count = models.PositiveIntegerField(default=0)
-    last_used_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
     access_count = models.PositiveIntegerField(default=0)
-    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    last_accessed_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
     recall_count = models.PositiveIntegerField(default=0)
-    last_recalled_at = models.DateTimeField(null=True, blank=True)
+    last_recalled_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
     recall_timestamps = models.JSONField(default=list, blank=True)  # last 20, ISO 8601
     session_ids = models.JSONField(default=list, blank=True)
 
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+    updated_at = models.DateTimeField(auto_now=True, validators=[validate_datetime])
+    expires_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
 
     # Float32 vector bytes and the model that produced them; SimHash signature bytes.
     embedding = models.BinaryField(null=True, blank=True, editable=False)
@@ -314,6 +356,24 @@ class Memory(models.Model):
                 condition=Q(classification__gte=0) & Q(classification__lte=3),
                 name="memory_classification_range",
             ),
+            float_check("memory", "utility", 0.0, 1.0),
+            float_check("memory", "confidence", 0.0, 1.0),
+            float_check("memory", "emotion_score", -5.0, 5.0),
+            float_check("memory", "trust", 0.0, 3.0),
+            float_check("memory", "forgotten_score"),
+            float_check("memory", "relevance_score"),
+            *datetime_checks(
+                "memory",
+                "status_changed_at",
+                "promoted_at",
+                "forgotten_at",
+                "last_used_at",
+                "last_accessed_at",
+                "last_recalled_at",
+                "created_at",
+                "updated_at",
+                "expires_at",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -335,6 +395,12 @@ class Memory(models.Model):
             now=now,
             params=params or self.namespace.decay_params(),
         )
+
+
+class MemoryEventQuerySet(models.QuerySet["MemoryEvent"]):
+    def within_ceiling(self, ceiling: int) -> MemoryEventQuerySet:
+        """Events written while their memory was within the ceiling."""
+        return self.filter(classification__lte=ceiling)
 
 
 class MemoryEvent(models.Model):
@@ -365,7 +431,16 @@ class MemoryEvent(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
     source = models.CharField(max_length=20, default="system")  # api, dashboard, admin, worker
-    created_at = models.DateTimeField(default=timezone.now)
+    # The memory's level when the event was written (the higher one for a change of
+    # level); a caller below it never sees the event's values. Unset means restricted.
+    classification = models.PositiveSmallIntegerField(
+        choices=Classification.choices,
+        default=Classification.RESTRICTED,
+        db_default=Classification.RESTRICTED,
+    )
+    created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+
+    objects = MemoryEventQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -373,6 +448,7 @@ class MemoryEvent(models.Model):
             models.Index(fields=["memory_ref", "created_at"], name="event_memory_created"),
             models.Index(fields=["namespace", "created_at"], name="event_ns_created"),
         ]
+        constraints = datetime_checks("memoryevent", "created_at")
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.memory_ref}"
@@ -385,10 +461,10 @@ class Association(models.Model):
     source = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_out")
     target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_in")
     weight = models.FloatField(
-        default=0.5, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+        default=0.5, validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
     kind = models.CharField(max_length=30, default="related")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
     class Meta:
         constraints = [
@@ -396,11 +472,19 @@ class Association(models.Model):
             models.CheckConstraint(
                 condition=~Q(source=models.F("target")), name="association_not_self"
             ),
+            float_check("association", "weight", 0.0, 1.0),
+            *datetime_checks("association", "created_at"),
         ]
         indexes = [models.Index(fields=["target"], name="association_target")]
 
     def __str__(self) -> str:
         return f"{self.source_id} -> {self.target_id} ({self.weight:.2f})"
+
+
+class EntityQuerySet(models.QuerySet["Entity"]):
+    def within_ceiling(self, ceiling: int) -> EntityQuerySet:
+        """Entities something within the ceiling names."""
+        return self.filter(classification__lte=ceiling)
 
 
 class Entity(models.Model):
@@ -410,16 +494,35 @@ class Entity(models.Model):
     name = models.CharField(max_length=200)
     display_name = models.CharField(max_length=200, blank=True)
     kind = models.CharField(max_length=30, default="thing")  # person, place, org, project...
-    created_at = models.DateTimeField(default=timezone.now)
+    # The lowest level of what named it (a declaration, a relation): a name only a hidden
+    # relation introduced stays hidden.
+    classification = models.PositiveSmallIntegerField(
+        choices=Classification.choices,
+        default=Classification.RESTRICTED,
+        db_default=Classification.RESTRICTED,
+    )
+    created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+
+    objects = EntityQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "entities"
         constraints = [
             models.UniqueConstraint(fields=["namespace", "name"], name="entity_unique_name"),
+            *datetime_checks("entity", "created_at"),
         ]
 
     def __str__(self) -> str:
         return self.display_name or self.name
+
+
+class RelationQuerySet(models.QuerySet["Relation"]):
+    def within_ceiling(self, ceiling: int) -> RelationQuerySet:
+        """Relations recorded within the ceiling whose memory, if still there, is too (a
+        memory reclassified upwards takes what was drawn from it along)."""
+        return self.filter(classification__lte=ceiling).filter(
+            Q(memory__isnull=True) | Q(memory__classification__lte=ceiling)
+        )
 
 
 class Relation(models.Model):
@@ -432,19 +535,56 @@ class Relation(models.Model):
     memory = models.ForeignKey(
         Memory, on_delete=models.SET_NULL, null=True, blank=True, related_name="relations"
     )
-    weight = models.FloatField(default=0.6)
-    created_at = models.DateTimeField(default=timezone.now)
+    weight = models.FloatField(
+        default=0.6, validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
+    # Its memory's level when recorded (or the writer's default level without one); a
+    # caller below it never sees the relation. Unset (raw SQL) means restricted.
+    classification = models.PositiveSmallIntegerField(
+        choices=Classification.choices,
+        default=Classification.RESTRICTED,
+        db_default=Classification.RESTRICTED,
+    )
+    created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+
+    objects = RelationQuerySet.as_manager()
 
     class Meta:
         constraints = [
+            # Per level: a caller asserting a fact that is also recorded above its ceiling
+            # gets its own row, not an "already exists" that would reveal the hidden one.
             models.UniqueConstraint(
-                fields=["subject", "predicate", "object"], name="relation_unique_triple"
+                fields=["subject", "predicate", "object", "classification"],
+                name="relation_unique_triple_level",
             ),
+            float_check("relation", "weight", 0.0, 1.0),
+            *datetime_checks("relation", "created_at"),
         ]
         indexes = [models.Index(fields=["object"], name="relation_object")]
 
     def __str__(self) -> str:
         return f"{self.subject} -[{self.predicate}]-> {self.object}"
+
+
+class ConsolidationQuerySet(models.QuerySet["Consolidation"]):
+    def within_ceiling(self, ceiling: int) -> ConsolidationQuerySet:
+        """Digests built only from memories within the ceiling. Callers also drop digests
+        quoting a memory reclassified above it since (quotes_hidden)."""
+        return self.filter(classification__lte=ceiling)
+
+
+def quotes_hidden(digests: Iterable[Consolidation], ceiling: int) -> set[int]:
+    """Ids of the digests quoting a memory that now sits above the ceiling (one query)."""
+    digests = list(digests)
+    referenced = {pk for digest in digests for pk in digest.memory_ids}
+    if not referenced:
+        return set()
+    hidden = set(
+        Memory.objects.filter(pk__in=referenced, classification__gt=ceiling).values_list(
+            "pk", flat=True
+        )
+    )
+    return {digest.pk for digest in digests if hidden.intersection(digest.memory_ids)}
 
 
 class Consolidation(models.Model):
@@ -459,12 +599,21 @@ class Consolidation(models.Model):
         Namespace, on_delete=models.CASCADE, related_name="consolidations"
     )
     period = models.CharField(max_length=10, choices=Period.choices)
-    period_start = models.DateField()
+    period_start = models.DateField(validators=[validate_date])
     topic = models.CharField(max_length=100, blank=True)
     text = models.TextField()
     memory_ids = models.JSONField(default=list, blank=True)
     content_hash = models.CharField(max_length=64, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    # The highest level among the memories it quotes and counts, when it was built; a
+    # caller below it never sees the digest. Unset (raw SQL) means restricted.
+    classification = models.PositiveSmallIntegerField(
+        choices=Classification.choices,
+        default=Classification.RESTRICTED,
+        db_default=Classification.RESTRICTED,
+    )
+    created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+
+    objects = ConsolidationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-period_start", "period", "topic"]
@@ -473,6 +622,8 @@ class Consolidation(models.Model):
                 fields=["namespace", "period", "period_start", "topic"],
                 name="consolidation_unique_period_topic",
             ),
+            *date_checks("consolidation", "period_start"),
+            *datetime_checks("consolidation", "created_at"),
         ]
 
     def __str__(self) -> str:
@@ -507,15 +658,18 @@ class ApiToken(models.Model):
     ceiling = models.PositiveSmallIntegerField(
         choices=Classification.choices, default=Classification.INTERNAL
     )
-    expires_at = models.DateTimeField(null=True, blank=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
+    last_used_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
+    revoked_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
+    created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
     objects = ApiTokenQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = datetime_checks(
+            "apitoken", "expires_at", "last_used_at", "revoked_at", "created_at"
+        )
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
@@ -533,6 +687,7 @@ class BackgroundRun(models.Model):
         DIGESTS = "digests", "Consolidation digests"
         EMBEDDING_BACKFILL = "embedding_backfill", "Embedding backfill"
         TERM_STATS = "term_stats", "Full-text term statistics"
+        IMPORT = "import", "Namespace import"
 
     class Status(models.TextChoices):
         RUNNING = "running", "Running"
@@ -549,8 +704,8 @@ class BackgroundRun(models.Model):
         help_text="Empty: the run covered every namespace.",
     )
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.RUNNING)
-    started_at = models.DateTimeField(default=timezone.now)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+    finished_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
     # What the run did: {"promoted": 3, "forgotten": 12, ...}; keys depend on the kind.
     counts = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
@@ -564,6 +719,7 @@ class BackgroundRun(models.Model):
             models.Index(fields=["kind", "started_at"], name="bgrun_kind_started"),
             models.Index(fields=["status", "started_at"], name="bgrun_status_started"),
         ]
+        constraints = datetime_checks("backgroundrun", "started_at", "finished_at")
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.started_at:%Y-%m-%d %H:%M} {self.status}"
@@ -573,3 +729,23 @@ class BackgroundRun(models.Model):
         if self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
+
+
+class ImportChunk(models.Model):
+    """A piece of a queued import's body (POST .../import over API_MAX_BODY_BYTES), kept in
+    the database so that any machine's worker can read it; deleted when the import ends.
+
+    Pieces are cut by size, not by line: the reader joins them (memories.importer).
+    """
+
+    run = models.ForeignKey(BackgroundRun, on_delete=models.CASCADE, related_name="import_chunks")
+    position = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="importchunk_unique_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"import #{self.run_id} piece {self.position}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import threading
 from datetime import datetime
@@ -16,6 +18,8 @@ from rest_framework.relations import PKOnlyObject
 from rest_framework.settings import api_settings
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
+from config.bounds import FLOAT_LIMIT, FLOAT_MESSAGE, validate_datetime, validate_finite
+from memories import substring
 from memories.models import (
     ApiToken,
     Association,
@@ -105,6 +109,121 @@ class StrictSerializer(serializers.Serializer):
         return ret
 
 
+# --- Strict fields: JSON types as they are ---------------------------------------------
+#
+# DRF coerces: CharField makes 5 into "5", FloatField takes true and "1.5", IntegerField
+# "4", BooleanField "yes" and 1. An API whose clients send JSON has no reason to guess, and
+# each guess is a value a client did not mean. Request bodies use these; query strings,
+# where every value is text, keep DRF's fields. Datetimes and floats are also held to what
+# every engine stores and reads back (config.bounds), the same rules as the models'.
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string; a number or a boolean is a type error, not text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictSlugField(serializers.SlugField):
+    """A JSON string that is a slug."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+def _with_validator(field: serializers.Field, validator: Any) -> None:
+    if validator not in field.validators:
+        field.validators.append(validator)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number (not a boolean, not a numeric string), finite and within FLOAT_LIMIT."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        _with_validator(self, validate_finite)
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer within 64 bits; 3.0 counts (as in JSON Schema), 3.5, true and "3" do not."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", INT64_MIN)
+        kwargs.setdefault("max_value", INT64_MAX)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        if isinstance(data, float) and not data.is_integer():
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false; "yes", 1 and "on" are type errors."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 date-time that every engine stores and Python reads back (bounds)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        _with_validator(self, validate_datetime)
+
+    def enforce_timezone(self, value: datetime) -> datetime:
+        # An aware value is an instant already: DRF would move it into the current time
+        # zone, which stores the same instant and costs a context-local lookup per value
+        # (a fifth of an import's validation). Out-of-range ones fail validate_datetime.
+        if value.utcoffset() is not None and not hasattr(self, "timezone"):
+            return value
+        return super().enforce_timezone(value)
+
+
+class EmbeddingField(serializers.Field):
+    """A vector as base64 of its float32 bytes (as exports carry it): whole float32s,
+    each finite and within FLOAT_LIMIT, so no similarity computed from it overflows."""
+
+    def to_internal_value(self, data: Any) -> bytes:
+        import numpy as np
+
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be base64 text.")
+        try:
+            blob = base64.b64decode(data, validate=True)
+        except (ValueError, binascii.Error):
+            raise serializers.ValidationError("Not valid base64.") from None
+        if not blob or len(blob) % 4:
+            raise serializers.ValidationError(
+                f"{len(blob)} bytes is not a whole number of float32 values."
+            )
+        vector = np.frombuffer(blob, dtype=np.float32)
+        if not np.isfinite(vector).all() or float(np.abs(vector).max()) > FLOAT_LIMIT:
+            raise serializers.ValidationError(FLOAT_MESSAGE)
+        return blob
+
+    def to_representation(self, value: Any) -> str:
+        return base64.b64encode(bytes(value)).decode()
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -141,7 +260,7 @@ class ClassificationField(serializers.ChoiceField):
 
 def _strings(max_items: int, max_length: int = 100) -> serializers.ListField:
     return serializers.ListField(
-        child=serializers.CharField(max_length=max_length, allow_blank=False),
+        child=StrictCharField(max_length=max_length, allow_blank=False),
         max_length=max_items,
         required=False,
     )
@@ -179,12 +298,12 @@ class MemoryFieldsMixin(StrictSerializer):
 
     read_only_names = MEMORY_SERVER_FIELDS | {"namespace"}
 
-    content = serializers.CharField(trim_whitespace=True)
-    content_original = serializers.CharField(required=False, allow_blank=True)
-    language = serializers.CharField(required=False, max_length=16)
+    content = StrictCharField(trim_whitespace=True)
+    content_original = StrictCharField(required=False, allow_blank=True)
+    language = StrictCharField(required=False, max_length=16)
     keywords = _strings(50)
-    topic = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    cue = serializers.CharField(
+    topic = StrictCharField(required=False, allow_blank=True, max_length=100)
+    cue = StrictCharField(
         required=False,
         allow_blank=True,
         max_length=300,
@@ -193,16 +312,16 @@ class MemoryFieldsMixin(StrictSerializer):
     memory_type = serializers.ChoiceField(choices=Memory.MemoryType.choices, required=False)
     tier = serializers.ChoiceField(choices=Memory.Tier.choices, required=False)
     classification = ClassificationField(required=False)
-    strength = serializers.FloatField(min_value=0.0, max_value=2.0, required=False)
-    utility = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
-    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
-    emotion_score = serializers.FloatField(min_value=-5.0, max_value=5.0, required=False)
+    strength = StrictFloatField(min_value=0.0, max_value=2.0, required=False)
+    utility = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
+    confidence = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
+    emotion_score = StrictFloatField(min_value=-5.0, max_value=5.0, required=False)
     emotion_tags = _strings(20, 50)
-    trust = serializers.FloatField(min_value=0.0, max_value=3.0, required=False)
-    credibility = serializers.IntegerField(min_value=1, max_value=5, required=False)
-    relevance_score = serializers.FloatField(min_value=-1e6, max_value=1e6, required=False)
+    trust = StrictFloatField(min_value=0.0, max_value=3.0, required=False)
+    credibility = StrictIntegerField(min_value=1, max_value=5, required=False)
+    relevance_score = StrictFloatField(min_value=-1e6, max_value=1e6, required=False)
     importance_flags = _strings(20, 50)
-    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    expires_at = StrictDateTimeField(required=False, allow_null=True)
 
     def _check_length(self, value: str, setting_value: int) -> str:
         if len(value) > setting_value:
@@ -219,8 +338,8 @@ class MemoryFieldsMixin(StrictSerializer):
 
 
 class MemoryCreateInput(MemoryFieldsMixin):
-    namespace = serializers.SlugField(help_text="Slug of one of your namespaces.")
-    created_at = serializers.DateTimeField(
+    namespace = StrictSlugField(help_text="Slug of one of your namespaces.")
+    created_at = StrictDateTimeField(
         required=False, help_text="When the remembered thing happened; defaults to now."
     )
     read_only_names = MEMORY_SERVER_FIELDS
@@ -238,7 +357,7 @@ class MemoryUpdateInput(MemoryFieldsMixin):
 
 
 class BulkCreateInput(StrictSerializer):
-    namespace = serializers.SlugField(
+    namespace = StrictSlugField(
         required=False, help_text="Default namespace for items that do not name one."
     )
     memories = serializers.ListField(child=serializers.DictField(), allow_empty=False)
@@ -427,11 +546,11 @@ def memory_representation(memory: Memory, *, now=None) -> dict[str, Any]:
 
 
 class ForgetInput(StrictSerializer):
-    reason = serializers.CharField(max_length=200)
+    reason = StrictCharField(max_length=200)
 
 
 class TouchInput(StrictSerializer):
-    boost_strength = serializers.BooleanField(default=False)
+    boost_strength = StrictBooleanField(default=False)
 
 
 class MemoryListFilter(StrictSerializer):
@@ -449,9 +568,18 @@ class MemoryListFilter(StrictSerializer):
     classification = ClassificationField(required=False)
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)
-    q = serializers.CharField(required=False, max_length=200, help_text="Text the memory contains.")
+    q = serializers.CharField(
+        required=False,
+        max_length=200,
+        help_text="Text the memory contains: at least 3 letters or digits.",
+    )
     cursor = serializers.CharField(required=False)
     limit = serializers.IntegerField(required=False)
+
+    def validate_q(self, value: str) -> str:
+        if substring.too_short(value):  # no index could serve it: a scan of every memory
+            raise serializers.ValidationError(substring.TOO_SHORT)
+        return value
 
 
 class LinkListFilter(StrictSerializer):
@@ -514,44 +642,34 @@ class NamespaceOutput(serializers.ModelSerializer):
 class NamespaceInput(StrictSerializer):
     read_only_names = frozenset({"id", "weights", "memory_count", "created_at", "owner"})
 
-    name = serializers.CharField(max_length=100)
-    slug = serializers.SlugField(max_length=100, required=False)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    name = StrictCharField(max_length=100)
+    slug = StrictSlugField(max_length=100, required=False)
+    description = StrictCharField(required=False, allow_blank=True, max_length=2000)
     mode = serializers.ChoiceField(choices=Namespace.Mode.choices, required=False)
-    weight_similarity = serializers.FloatField(
-        min_value=0, max_value=1, required=False, allow_null=True
-    )
-    weight_recency = serializers.FloatField(
-        min_value=0, max_value=1, required=False, allow_null=True
-    )
-    weight_utility = serializers.FloatField(
-        min_value=0, max_value=1, required=False, allow_null=True
-    )
-    weight_confidence = serializers.FloatField(
-        min_value=0, max_value=1, required=False, allow_null=True
-    )
+    weight_similarity = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
+    weight_recency = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
+    weight_utility = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
+    weight_confidence = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
     decay_model = serializers.ChoiceField(
         choices=[("", "global setting"), *Namespace.DecayModel.choices], required=False
     )
-    decay_half_life_days = serializers.FloatField(
+    decay_half_life_days = StrictFloatField(
         min_value=0.001, max_value=36500, required=False, allow_null=True
     )
-    decay_beta = serializers.FloatField(min_value=0, max_value=2, required=False, allow_null=True)
-    decay_power_alpha = serializers.FloatField(
+    decay_beta = StrictFloatField(min_value=0, max_value=2, required=False, allow_null=True)
+    decay_power_alpha = StrictFloatField(
         min_value=0.01, max_value=100, required=False, allow_null=True
     )
-    decay_fast_half_life_days = serializers.FloatField(
+    decay_fast_half_life_days = StrictFloatField(
         min_value=0.001, max_value=36500, required=False, allow_null=True
     )
-    decay_slow_half_life_days = serializers.FloatField(
+    decay_slow_half_life_days = StrictFloatField(
         min_value=0.001, max_value=36500, required=False, allow_null=True
     )
-    decay_fast_weight = serializers.FloatField(
-        min_value=0, max_value=1, required=False, allow_null=True
-    )
+    decay_fast_weight = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
     scheduler = serializers.ChoiceField(choices=Namespace.SchedulerKind.choices, required=False)
-    desired_retention = serializers.FloatField(min_value=0.7, max_value=0.99, required=False)
-    new_cards_per_day = serializers.IntegerField(min_value=0, max_value=1000, required=False)
+    desired_retention = StrictFloatField(min_value=0.7, max_value=0.99, required=False)
+    new_cards_per_day = StrictIntegerField(min_value=0, max_value=1000, required=False)
 
 
 class NamespaceUpdateInput(NamespaceInput):
@@ -570,10 +688,10 @@ class AssociationOutput(serializers.ModelSerializer):
 
 
 class AssociationInput(StrictSerializer):
-    source = serializers.IntegerField(min_value=1)
-    target = serializers.IntegerField(min_value=1)
-    weight = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.5)
-    kind = serializers.CharField(max_length=30, default="related")
+    source = StrictIntegerField(min_value=1)
+    target = StrictIntegerField(min_value=1)
+    weight = StrictFloatField(min_value=0.0, max_value=1.0, default=0.5)
+    kind = StrictCharField(max_length=30, default="related")
 
 
 class EntityOutput(serializers.ModelSerializer):
@@ -585,9 +703,9 @@ class EntityOutput(serializers.ModelSerializer):
 
 
 class EntityInput(StrictSerializer):
-    namespace = serializers.SlugField()
-    name = serializers.CharField(max_length=200)
-    kind = serializers.CharField(max_length=30, default="thing")
+    namespace = StrictSlugField()
+    name = StrictCharField(max_length=200)
+    kind = StrictCharField(max_length=30, default="thing")
 
 
 class RelationOutput(serializers.ModelSerializer):
@@ -610,12 +728,12 @@ class RelationOutput(serializers.ModelSerializer):
 
 
 class RelationInput(StrictSerializer):
-    namespace = serializers.SlugField()
-    subject = serializers.CharField(max_length=200)
-    predicate = serializers.CharField(max_length=100)
-    object = serializers.CharField(max_length=200)
-    memory = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    weight = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.6)
+    namespace = StrictSlugField()
+    subject = StrictCharField(max_length=200)
+    predicate = StrictCharField(max_length=100)
+    object = StrictCharField(max_length=200)
+    memory = StrictIntegerField(min_value=1, required=False, allow_null=True)
+    weight = StrictFloatField(min_value=0.0, max_value=1.0, default=0.6)
 
 
 class ConsolidationOutput(serializers.ModelSerializer):
@@ -673,12 +791,12 @@ class TokenCreatedOutput(TokenOutput):
 
 
 class TokenInput(StrictSerializer):
-    name = serializers.CharField(max_length=100)
-    namespaces = serializers.ListField(child=serializers.SlugField(), required=False)
-    all_namespaces = serializers.BooleanField(default=False)
+    name = StrictCharField(max_length=100)
+    namespaces = serializers.ListField(child=StrictSlugField(), required=False)
+    all_namespaces = StrictBooleanField(default=False)
     access = serializers.ChoiceField(choices=ApiToken.Access.choices, default="read")
     ceiling = ClassificationField(required=False, help_text="Default: internal.")
-    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    expires_at = StrictDateTimeField(required=False, allow_null=True)
 
 
 _PAGES: dict[str, type[serializers.Serializer]] = {}

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.db.models.functions import Least
 from django.utils import timezone
 
+from config.dberrors import integrity_kind
 from memories.bulk import insert_new, insert_rows, writer
 from memories.models import (
     Association,
@@ -65,6 +67,25 @@ STRENGTH_BOOST_FACTOR = 1.1
 MAX_STRENGTH = 2.0
 
 
+@contextmanager
+def _unique_or(field: str, message: str) -> Iterator[None]:
+    """Run an insert in a savepoint; a unique violation becomes {field: message}.
+
+    The check before an insert ("already exists?") cannot see a concurrent writer's row
+    until it commits, so two racing duplicates both pass it; the unique constraint stops
+    the second, and this gives it the answer a sequential duplicate gets instead of an
+    IntegrityError (a 500). The savepoint keeps a caller's transaction usable. Other
+    integrity errors (check, not-null, foreign key) pass through unchanged.
+    """
+    try:
+        with transaction.atomic():
+            yield
+    except IntegrityError as error:
+        if integrity_kind(error) != "unique":
+            raise
+        raise ValidationError({field: message}) from error
+
+
 def _snapshot(memory: Memory, fields: Iterable[str] = SNAPSHOT_FIELDS) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for field in fields:
@@ -86,7 +107,11 @@ def _record(
     actor=None,
     source: str = "system",
     now: datetime | None = None,
+    classification: int | None = None,
 ) -> MemoryEvent:
+    """One history event. It carries the memory's level as it is written (or the higher
+    level of a change of level): what is written while a memory sits above a caller's
+    ceiling stays hidden from that caller, whatever the memory's level later."""
     return MemoryEvent.objects.create(
         namespace_id=memory.namespace_id,
         memory=memory,
@@ -96,6 +121,7 @@ def _record(
         after=after or {},
         actor=actor,
         source=source,
+        classification=memory.classification if classification is None else classification,
         created_at=now or timezone.now(),
     )
 
@@ -297,6 +323,7 @@ def memory_update(
     if not changed:
         return locked
     before = _snapshot(locked, changed)
+    level_before = locked.classification
     for field in changed:
         value = changes[field]
         setattr(locked, field, _clean_keywords(value) if field == "keywords" else value)
@@ -310,6 +337,11 @@ def memory_update(
         locked.embedding, locked.embedding_model = None, ""
         update_fields += ["embedding", "embedding_model"]
     locked.save(update_fields=update_fields)
+    if locked.classification > level_before:
+        # What was derived from the memory is as sensitive as the memory now is.
+        Relation.objects.filter(memory=locked, classification__lt=locked.classification).update(
+            classification=locked.classification
+        )
     _record(
         memory=locked,
         kind=MemoryEvent.Kind.UPDATED,
@@ -317,6 +349,7 @@ def memory_update(
         after=_snapshot(locked, changed),
         actor=actor,
         source=source,
+        classification=max(level_before, locked.classification),
     )
     return locked
 
@@ -503,8 +536,13 @@ def namespace_create(
     from django.utils.text import slugify
 
     namespace = Namespace(owner=owner, name=name, slug=slug or slugify(name), mode=mode, **fields)
-    namespace.full_clean()
-    namespace.save(force_insert=True)
+    taken = "You already have a namespace with this slug."
+    if Namespace.objects.filter(owner=owner, slug=namespace.slug).exists():
+        raise ValidationError({"slug": taken})
+    # The one constraint, (owner, slug), is checked just above and at the insert.
+    namespace.full_clean(validate_constraints=False)
+    with _unique_or("slug", taken):
+        namespace.save(force_insert=True)
     return namespace
 
 
@@ -580,6 +618,7 @@ _EVENT_COLUMNS = (
     "after",
     "actor_id",
     "source",
+    "classification",
     "created_at",
 )
 
@@ -595,6 +634,7 @@ def _created_event_rows(memories: Iterable[Memory], actor, source: str) -> list[
             _snapshot(memory),
             actor_id,
             source,
+            memory.classification,
             memory.created_at,
         )
         for memory in memories
@@ -711,27 +751,47 @@ def association_create(
         raise ValidationError({"target": "Both memories must be in the same namespace."})
     if source.pk == target.pk:
         raise ValidationError({"target": "A memory cannot be linked to itself."})
+    linked = "These memories are already linked."
     if Association.objects.filter(source=source, target=target).exists():
-        raise ValidationError({"target": "These memories are already linked."})
+        raise ValidationError({"target": linked})
     association = Association(
         namespace_id=source.namespace_id, source=source, target=target, weight=weight, kind=kind
     )
     association.full_clean(exclude=["namespace", "source", "target"])
-    association.save(force_insert=True)
+    with _unique_or("target", linked):
+        association.save(force_insert=True)
     return association
 
 
-def entity_get_or_create(*, namespace: Namespace, name: str, kind: str = "thing") -> Entity:
-    """The namespace's entity of that (folded) name, created if new."""
+def entity_get_or_create(
+    *,
+    namespace: Namespace,
+    name: str,
+    kind: str = "thing",
+    classification: int = Classification.INTERNAL,
+) -> Entity:
+    """The namespace's entity of that (folded) name, created if new.
+
+    An entity is as visible as the least sensitive thing that names it: declaring a name
+    at a lower level than the entity's lowers it, with the caller's spelling, so a name
+    first written by a hidden relation is never shown in the hidden writer's form.
+    """
     display = " ".join(name.split())
     key = fold(display)
     if not key:
         raise ValidationError({"name": "This field may not be blank."})
     if len(key) > 200:
         raise ValidationError({"name": "At most 200 characters."})
-    entity, _ = Entity.objects.get_or_create(
-        namespace=namespace, name=key, defaults={"display_name": display, "kind": kind}
+    entity, created = Entity.objects.get_or_create(
+        namespace=namespace,
+        name=key,
+        defaults={"display_name": display, "kind": kind, "classification": classification},
     )
+    if not created and entity.classification > classification:
+        Entity.objects.filter(pk=entity.pk, classification__gt=classification).update(
+            classification=classification, display_name=display
+        )
+        entity.refresh_from_db(fields=["classification", "display_name"])
     return entity
 
 
@@ -744,19 +804,29 @@ def relation_create(
     object: str,
     memory: Memory | None = None,
     weight: float = 0.6,
+    classification: int | None = None,
 ) -> Relation:
-    """subject -[predicate]-> object between entities named by text, created as needed."""
+    """subject -[predicate]-> object between entities named by text, created as needed.
+
+    The relation's level is its memory's, or `classification` if higher; without either,
+    internal (the default level of a new memory). Each level holds its own copy of a
+    fact, so asserting one that exists only above the caller's level creates it anew.
+    """
     predicate = "_".join(fold(predicate).split())
     if not predicate:
         raise ValidationError({"predicate": "This field may not be blank."})
     if memory is not None and memory.namespace_id != namespace.pk:
         raise ValidationError({"memory": "Must be a memory of the same namespace."})
-    subject_entity = entity_get_or_create(namespace=namespace, name=subject)
-    object_entity = entity_get_or_create(namespace=namespace, name=object)
+    if classification is None:
+        classification = Classification.INTERNAL if memory is None else Classification.PUBLIC
+    level = max(classification, memory.classification if memory is not None else 0)
+    subject_entity = entity_get_or_create(namespace=namespace, name=subject, classification=level)
+    object_entity = entity_get_or_create(namespace=namespace, name=object, classification=level)
+    duplicate = ValidationError({"predicate": "This relation already exists."})
     if Relation.objects.filter(
-        subject=subject_entity, predicate=predicate, object=object_entity
+        subject=subject_entity, predicate=predicate, object=object_entity, classification=level
     ).exists():
-        raise ValidationError({"predicate": "This relation already exists."})
+        raise duplicate
     relation = Relation(
         namespace=namespace,
         subject=subject_entity,
@@ -764,7 +834,12 @@ def relation_create(
         object=object_entity,
         memory=memory,
         weight=weight,
+        classification=level,
     )
-    relation.full_clean(exclude=["namespace", "subject", "object", "memory"])
-    relation.save(force_insert=True)
+    relation.full_clean(exclude=["namespace", "subject", "object", "memory"], validate_unique=False)
+    try:
+        with transaction.atomic():  # a concurrent writer of the same fact: the same answer
+            relation.save(force_insert=True)
+    except IntegrityError:
+        raise duplicate from None
     return relation

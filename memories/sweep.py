@@ -438,7 +438,8 @@ def _event_kind_sql(column: str) -> str:
 
 
 _EVENT_COLUMNS = (
-    "namespace_id, memory_id, memory_ref, kind, before, after, actor_id, source, created_at"
+    "namespace_id, memory_id, memory_ref, kind, before, after, actor_id, source, "
+    "classification, created_at"
 )
 
 
@@ -481,13 +482,13 @@ def _apply_batch_postgres(
             AND m.storage = d.storage AND m.use_count = d.use_count
             AND m.last_used_at = d.last_used_at AND m.strength = d.strength
             AND m.access_count = d.access_count AND m.stability = d.stability
-        RETURNING m.id, m.namespace_id, d.action, d.score, d.status, d.tier, d.storage,
-            d.new_status, d.new_tier, d.new_storage
+        RETURNING m.id, m.namespace_id, m.classification, d.action, d.score, d.status,
+            d.tier, d.storage, d.new_status, d.new_tier, d.new_storage
     ),
     ev AS (
         INSERT INTO {event} ({_EVENT_COLUMNS})
         SELECT u.namespace_id, u.id, u.id, {_event_kind_sql("u.action")},
-            {before}, {after}, NULL, '{EVENT_SOURCE}', p.now_ts
+            {before}, {after}, NULL, '{EVENT_SOURCE}', u.classification, p.now_ts
         FROM upd u CROSS JOIN p
         RETURNING 1
     )
@@ -539,8 +540,8 @@ def _apply_batch_sqlite(
         cursor.execute(
             f"WITH {p_sql} INSERT INTO {event} ({_EVENT_COLUMNS}) "
             f"SELECT u.namespace_id, u.id, u.id, {_event_kind_sql('u.action')}, "
-            f"{before}, {after}, NULL, '{EVENT_SOURCE}', p.now_ts "
-            f"FROM {temp} u CROSS JOIN p ORDER BY u.id",
+            f"{before}, {after}, NULL, '{EVENT_SOURCE}', m.classification, p.now_ts "
+            f"FROM {temp} u JOIN {memory} m ON m.id = u.id CROSS JOIN p ORDER BY u.id",
             p_params,
         )
         cursor.execute(
@@ -698,7 +699,8 @@ def memories_purge_forgotten(
                     f"INSERT INTO {event} ({_EVENT_COLUMNS}) "
                     f"SELECT m.namespace_id, m.id, m.id, %s, "
                     f"{build}('status', m.status, 'topic', m.topic, "
-                    f"'forgotten_reason', m.forgotten_reason), {build}(), NULL, %s, %s "
+                    f"'forgotten_reason', m.forgotten_reason), {build}(), NULL, %s, "
+                    f"m.classification, %s "
                     f"FROM {memory} m WHERE m.id IN ({placeholders})",
                     [MemoryEvent.Kind.PURGED.value, EVENT_SOURCE, _db_datetime(now), *ids],
                 )

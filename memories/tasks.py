@@ -154,6 +154,14 @@ def consolidation_digests(namespace_id: int | None = None) -> dict[str, Any]:
     )
 
 
+def namespace_import_job(run_id: int) -> dict[str, Any]:
+    """Queued by POST .../import for a large body: import it, recording the outcome in its
+    run (BackgroundRun kind "import", written by the view so a client can poll it)."""
+    from memories.importer import import_job_run
+
+    return import_job_run(run_id=run_id)
+
+
 # --- Enqueueing and schedules ------------------------------------------------------------
 
 

@@ -24,15 +24,11 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from datetime import date, datetime
 from typing import Any
 
-from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
 
 from memories import services
 from memories.models import (
@@ -44,6 +40,7 @@ from memories.models import (
     MemoryEvent,
     Namespace,
     Relation,
+    quotes_hidden,
 )
 
 FORMAT = "engram-export"
@@ -187,7 +184,8 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
             }
         )
 
-    for entity in Entity.objects.filter(namespace=namespace).order_by("pk").iterator():
+    entities = Entity.objects.filter(namespace=namespace).within_ceiling(ceiling)
+    for entity in entities.order_by("pk").iterator():
         yield emit(
             {
                 "type": "entity",
@@ -200,7 +198,7 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
 
     relations = (
         Relation.objects.filter(namespace=namespace)
-        .exclude(memory__classification__gt=ceiling)
+        .within_ceiling(ceiling)
         .select_related("subject", "object")
         .order_by("pk")
     )
@@ -217,14 +215,8 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
             }
         )
 
-    hidden = set(
-        Memory.objects.filter(namespace=namespace, classification__gt=ceiling).values_list(
-            "pk", flat=True
-        )
-    )
-    for digest in Consolidation.objects.filter(namespace=namespace).order_by("pk").iterator():
-        if hidden.intersection(digest.memory_ids):
-            continue
+    digests = Consolidation.objects.filter(namespace=namespace).within_ceiling(ceiling)
+    for digest in _without_hidden_quotes(digests.order_by("pk"), ceiling):
         yield emit(
             {
                 "type": "consolidation",
@@ -256,7 +248,10 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
             }
         )
 
-    events = MemoryEvent.objects.filter(memory__in=visible).order_by("pk")
+    # Only what was written while the memory sat within the ceiling (each event keeps the
+    # level it was written at), never the values of a time the memory was above it.
+    events = MemoryEvent.objects.filter(memory__in=visible).within_ceiling(ceiling)
+    events = events.order_by("pk")
     for event in events.iterator(chunk_size=BATCH):
         yield emit(
             {
@@ -266,6 +261,7 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
                 "before": event.before,
                 "after": event.after,
                 "source": event.source,
+                "classification": Classification(event.classification).label,
                 "created_at": _encode(event.created_at),
             }
         )
@@ -273,285 +269,24 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
     yield _line({"type": "end", "lines": count + 1})
 
 
-class ImportFailed(Exception):
-    """A bad line: nothing was written. `line` is 1-based."""
+def _without_hidden_quotes(digests, ceiling: int) -> Iterator[Consolidation]:
+    """The digests, minus those quoting a memory now above the ceiling (a query a batch)."""
 
-    api_status = 400
-    api_code = "invalid_import"
+    def visible(batch: list[Consolidation]) -> Iterator[Consolidation]:
+        hidden = quotes_hidden(batch, ceiling)
+        return (digest for digest in batch if digest.pk not in hidden)
 
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(f"line {line}: {message}")
-        self.line = line
-        self.field = f"line {line}"
-
-
-@dataclass
-class ImportResult:
-    memories: dict[int, int] = field(default_factory=dict)  # old id -> new id
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "counts": self.counts,
-            "memory_ids": {str(old): new for old, new in self.memories.items()},
-        }
+    batch: list[Consolidation] = []
+    for digest in digests.iterator(chunk_size=BATCH):
+        batch.append(digest)
+        if len(batch) == BATCH:
+            yield from visible(batch)
+            batch = []
+    yield from visible(batch)
 
 
-def _datetime(value: Any, name: str) -> datetime | None:
-    if value is None:
-        return None
-    parsed = parse_datetime(value) if isinstance(value, str) else None
-    if parsed is None:
-        raise ValueError(f"{name}: not an ISO 8601 date-time")
-    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed)
+def namespace_import(**kwargs: Any) -> Any:
+    """memories.importer.namespace_import: the import of what namespace_export writes."""
+    from memories.importer import namespace_import
 
-
-class _Importer:
-    def __init__(self, *, namespace: Namespace, ceiling: int, actor, apply_settings: bool):
-        self.namespace = namespace
-        self.ceiling = ceiling
-        self.actor = actor
-        self.apply_settings = apply_settings
-        self.result = ImportResult()
-        self.pending: list[tuple[int, Memory]] = []
-        self.entities: dict[str, Entity] = {}
-        self.cards: dict[int, Any] = {}
-        self.header = False
-        self.ended = False
-
-    def count(self, kind: str) -> None:
-        self.result.counts[kind] = self.result.counts.get(kind, 0) + 1
-
-    def memory_id(self, old: Any, name: str = "memory") -> int:
-        self.flush()
-        if old not in self.result.memories:
-            raise ValueError(f"{name}: memory {old!r} is not earlier in the file")
-        return self.result.memories[old]
-
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        from recall.vectorcodes import write_codes
-
-        created = Memory.objects.bulk_create([memory for _, memory in self.pending])
-        for (old, _), memory in zip(self.pending, created, strict=True):
-            self.result.memories[old] = memory.pk
-        # Imported vectors get their sign codes, which recall ranks first.
-        write_codes(
-            (memory.pk, memory.namespace_id, memory.embedding_model, memory.embedding)
-            for memory in created
-            if memory.embedding is not None and memory.embedding_model
-        )
-        self.pending.clear()
-
-    def handle(self, record: dict[str, Any]) -> None:
-        kind = record.pop("type", None)
-        if not self.header and kind != "header":
-            raise ValueError("the first line must be the header record")
-        if self.ended:
-            raise ValueError("nothing may follow the end record")
-        handler = getattr(self, f"_{kind}", None) if isinstance(kind, str) else None
-        if handler is None:
-            raise ValueError(f"unknown record type {kind!r}")
-        handler(record)
-        if kind not in ("header", "end"):
-            self.count(kind)
-
-    def _header(self, record: dict[str, Any]) -> None:
-        if self.header:
-            raise ValueError("a second header record")
-        if record.get("format") != FORMAT or record.get("version") != VERSION:
-            raise ValueError(f"not an {FORMAT} version {VERSION} file")
-        self.header = True
-        settings_fields = record.get("namespace") or {}
-        if self.apply_settings:
-            changes = {
-                k: v
-                for k, v in settings_fields.items()
-                if k in services.NAMESPACE_EDITABLE_FIELDS and k != "name"
-            }
-            services.namespace_update(namespace=self.namespace, changes=changes)
-
-    def _memory(self, record: dict[str, Any]) -> None:
-        old = record.pop("id", None)
-        if not isinstance(old, int):
-            raise ValueError("id: an integer is required")
-        if old in self.result.memories or any(o == old for o, _ in self.pending):
-            raise ValueError(f"id: memory {old} appears twice")
-        unknown = sorted(set(record) - set(MEMORY_FIELDS))
-        if unknown:
-            raise ValueError(f"unknown field(s): {', '.join(unknown)}")
-        values = dict(record)
-        try:
-            values["classification"] = Classification.from_name(
-                values.get("classification", "internal")
-            ).value
-        except ValueError:
-            raise ValueError("classification: unknown level") from None
-        if values["classification"] > self.ceiling:
-            raise ValueError("classification: above this token's ceiling")
-        for name in DATETIME_FIELDS & set(values):
-            values[name] = _datetime(values[name], name)
-        if values.get("embedding") is not None:
-            try:
-                values["embedding"] = base64.b64decode(values["embedding"], validate=True)
-            except (ValueError, TypeError):
-                raise ValueError("embedding: not base64") from None
-        content = values.pop("content", None)
-        if not isinstance(content, str):
-            raise ValueError("content: a string is required")
-        memory = Memory(namespace=self.namespace, content=content, **values)
-        services._validate(memory)
-        services._derive(memory)
-        self.pending.append((old, memory))
-        if len(self.pending) >= BATCH:
-            self.flush()
-
-    def _association(self, record: dict[str, Any]) -> None:
-        link = Association(
-            namespace=self.namespace,
-            source_id=self.memory_id(record.get("source"), "source"),
-            target_id=self.memory_id(record.get("target"), "target"),
-            weight=record.get("weight", 0.5),
-            kind=record.get("kind", "related"),
-            created_at=_datetime(record.get("created_at"), "created_at") or timezone.now(),
-        )
-        link.full_clean(exclude=["namespace", "source", "target"])
-        link.save(force_insert=True)
-
-    def _entity(self, record: dict[str, Any]) -> None:
-        entity = services.entity_get_or_create(
-            namespace=self.namespace,
-            name=record.get("display_name") or record.get("name", ""),
-            kind=record.get("kind", "thing"),
-        )
-        self.entities[entity.name] = entity
-
-    def _relation(self, record: dict[str, Any]) -> None:
-        memory_old = record.get("memory")
-        memory = (
-            Memory.objects.get(pk=self.memory_id(memory_old)) if memory_old is not None else None
-        )
-        subject, obj = str(record.get("subject", "")), str(record.get("object", ""))
-        services.relation_create(
-            namespace=self.namespace,
-            subject=subject,
-            predicate=str(record.get("predicate", "")),
-            object=obj,
-            memory=memory,
-            weight=record.get("weight", 0.6),
-        )
-
-    def _consolidation(self, record: dict[str, Any]) -> None:
-        ids = [self.memory_id(old, "memory_ids") for old in record.get("memory_ids", [])]
-        start = parse_date(str(record.get("period_start", "")))
-        if start is None:
-            raise ValueError("period_start: not an ISO date")
-        digest = Consolidation(
-            namespace=self.namespace,
-            period=record.get("period"),
-            period_start=start,
-            topic=record.get("topic", ""),
-            text=record.get("text", ""),
-            memory_ids=ids,
-            created_at=_datetime(record.get("created_at"), "created_at") or timezone.now(),
-        )
-        digest.full_clean(exclude=["namespace"])
-        digest.save(force_insert=True)
-
-    def _card(self, record: dict[str, Any]) -> None:
-        from review.models import Card
-
-        memory_id = self.memory_id(record.pop("memory", None))
-        unknown = sorted(set(record) - set(CARD_FIELDS))
-        if unknown:
-            raise ValueError(f"unknown field(s): {', '.join(unknown)}")
-        for name in ("next_review", "last_reviewed_at", "first_reviewed_at", "created_at"):
-            if name in record:
-                record[name] = _datetime(record[name], name)
-        card = Card(memory_id=memory_id, namespace=self.namespace, **record)
-        card.full_clean(exclude=["memory", "namespace"])
-        card.save(force_insert=True)
-        self.cards[memory_id] = card
-
-    def _review_log(self, record: dict[str, Any]) -> None:
-        from review.models import ReviewLog
-
-        memory_id = self.memory_id(record.pop("memory", None))
-        card = self.cards.get(memory_id)
-        if card is None:
-            raise ValueError("memory: its card is not earlier in the file")
-        unknown = sorted(set(record) - set(LOG_FIELDS))
-        if unknown:
-            raise ValueError(f"unknown field(s): {', '.join(unknown)}")
-        record["reviewed_at"] = _datetime(record.get("reviewed_at"), "reviewed_at")
-        record["undone_at"] = _datetime(record.get("undone_at"), "undone_at")
-        log = ReviewLog(card=card, namespace=self.namespace, **record)
-        log.full_clean(exclude=["card", "namespace", "user"])
-        log.save(force_insert=True)
-
-    def _event(self, record: dict[str, Any]) -> None:
-        memory_id = self.memory_id(record.get("memory"))
-        event = MemoryEvent(
-            namespace=self.namespace,
-            memory_id=memory_id,
-            memory_ref=memory_id,
-            kind=record.get("kind"),
-            before=record.get("before") or {},
-            after=record.get("after") or {},
-            source=record.get("source", "import"),
-            created_at=_datetime(record.get("created_at"), "created_at") or timezone.now(),
-        )
-        event.full_clean(exclude=["namespace", "memory", "actor"])
-        event.save(force_insert=True)
-
-    def _end(self, record: dict[str, Any]) -> None:
-        self.ended = True
-        self.expected_lines = record.get("lines")
-
-
-def namespace_import(
-    *,
-    namespace: Namespace,
-    lines: Iterable[str | bytes],
-    ceiling: int = Classification.RESTRICTED,
-    actor=None,
-    apply_settings: bool = False,
-) -> ImportResult:
-    """Import an export into a namespace, all or nothing; raises ImportFailed naming the line."""
-    importer = _Importer(
-        namespace=namespace, ceiling=ceiling, actor=actor, apply_settings=apply_settings
-    )
-    number = 0
-    with transaction.atomic():
-        for number, raw in enumerate(lines, start=1):
-            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-            if not text.strip():
-                raise ImportFailed(number, "empty line")
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ImportFailed(number, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise ImportFailed(number, "each line must be a JSON object")
-            try:
-                importer.handle(record)
-            except ValidationError as exc:
-                detail = (
-                    "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
-                    if hasattr(exc, "error_dict")
-                    else "; ".join(exc.messages)
-                )
-                raise ImportFailed(number, detail) from None
-            except (ValueError, TypeError) as exc:
-                raise ImportFailed(number, str(exc)) from None
-        if not importer.ended:
-            raise ImportFailed(number + 1, "the file ends without its end record (truncated?)")
-        if importer.expected_lines != number:
-            raise ImportFailed(
-                number,
-                f"the end record counts {importer.expected_lines} lines, "
-                f"the file has {number} (truncated or edited?)",
-            )
-        importer.flush()
-    return importer.result
+    return namespace_import(**kwargs)

@@ -9,6 +9,11 @@ urlpatterns = [
     path("namespaces/<slug:slug>", api.NamespaceDetailView.as_view(), name="api-namespace"),
     path("namespaces/<slug:slug>/export", api.NamespaceExportView.as_view(), name="api-export"),
     path("namespaces/<slug:slug>/import", api.NamespaceImportView.as_view(), name="api-import"),
+    path(
+        "namespaces/<slug:slug>/import/<int:job>",
+        api.NamespaceImportJobView.as_view(),
+        name="api-import-job",
+    ),
     path("memories", api.MemoryListView.as_view(), name="api-memories"),
     path("memories/bulk", api.MemoryBulkView.as_view(), name="api-memories-bulk"),
     path("memories/<int:pk>", api.MemoryDetailView.as_view(), name="api-memory"),

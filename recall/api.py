@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import serializers
+from rest_framework import permissions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.api import ApiError
 from memories.auth import Scope
 from memories.models import ApiToken, Memory
 from memories.serializers import StrictSerializer
@@ -41,7 +42,14 @@ class RecallInput(StrictSerializer):
     include_expired = serializers.BooleanField(default=False)
     context = ContextInput(required=False)
     session_id = serializers.CharField(max_length=100, required=False, default="", allow_blank=True)
-    track = serializers.BooleanField(default=True, help_text="false: read-only recall.")
+    track = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="true: boost and count the results (a write, refused to read-only tokens "
+        "with 403); false: read-only recall. Default: true for a write token, false for a "
+        "read-only one.",
+    )
     stages = serializers.ListField(
         child=serializers.ChoiceField(choices=list(ALL_STAGES)),
         required=False,
@@ -76,14 +84,18 @@ def _implicit_reviews(memory_ids: list[int]) -> None:
 
 
 class RecallView(APIView):
+    # A recall is a read: read-only tokens may POST it, and post() refuses only tracking.
+    permission_classes = [permissions.IsAuthenticated]
+
     @extend_schema(
         request=RecallInput,
         responses=RecallOutput,
         tags=["recall"],
         summary="Recall memories: full text, embeddings, signatures, digests, entity graph",
         description="Results are ranked, diversified (MMR) and explained; each stage reports "
-        "its hits and time. With `track` (default) the results are boosted and counted "
-        "(seeds 001 and 002). A slow or failing embedding provider is a warning, not an error.",
+        "its hits and time. With `track` (the default for a write token) the results are "
+        "boosted and counted (seeds 001 and 002); a read-only token recalls without tracking. "
+        "A slow or failing embedding provider is a warning, not an error.",
         examples=[
             OpenApiExample(
                 "Query",
@@ -102,6 +114,16 @@ class RecallView(APIView):
         data = RecallInput(data=request.data)
         data.is_valid(raise_exception=True)
         d: dict[str, Any] = dict(data.validated_data)
+        if d["track"] is None:
+            d["track"] = scope.can_write
+        elif d["track"] and not scope.can_write:
+            raise ApiError(
+                "This token is read-only: tracking boosts and counts the results, which is a "
+                "write. Recall with `track: false`.",
+                field="track",
+                status=403,
+                code="permission_denied",
+            )
         namespaces = list(scope.namespaces())
         wanted = d.pop("namespaces", None)
         if wanted is not None:

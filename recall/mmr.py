@@ -5,6 +5,7 @@ Similarity is the Jaccard coefficient of folded word sets (memories.text.words).
 
 from __future__ import annotations
 
+from memories.decay import require_finite
 from memories.text import words
 
 
@@ -31,6 +32,11 @@ def mmr_rerank(
     """
     if limit is not None and limit < 0:
         raise ValueError(f"limit must not be negative, got {limit}")
+    # A NaN lam or score compares False with everything, so max() would keep whichever
+    # item it met first and the order would be arbitrary rather than an error.
+    require_finite("lam", lam)
+    for item_id, score, _text in items:
+        require_finite(f"score of item {item_id}", score)
     count = len(items) if limit is None else min(limit, len(items))
     tokens = [set(words(text)) for _id, _score, text in items]
     remaining = list(range(len(items)))

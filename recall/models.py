@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from config.bounds import (
+    FLOAT_LIMIT,
+    datetime_checks,
+    float_check,
+    validate_datetime,
+    validate_finite,
+)
 from memories.models import ApiToken, Memory, Namespace
 
 
@@ -20,12 +28,18 @@ class RecallEvent(models.Model):
     stage_timings = models.JSONField(default=dict, blank=True)  # stage -> {"ms":, "hits":}
     result_ids = models.JSONField(default=list, blank=True)
     session_id = models.CharField(max_length=100, blank=True)
-    duration_ms = models.FloatField(default=0.0)
-    created_at = models.DateTimeField(default=timezone.now)
+    duration_ms = models.FloatField(
+        default=0.0, validators=[validate_finite, MinValueValidator(0.0)]
+    )
+    created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["namespace", "created_at"], name="recall_ns_created")]
+        constraints = [
+            float_check("recallevent", "duration_ms", 0.0, FLOAT_LIMIT),
+            *datetime_checks("recallevent", "created_at"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.query[:60]!r} at {self.created_at:%Y-%m-%d %H:%M}"
@@ -44,11 +58,12 @@ class TermStat(models.Model):
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="term_stats")
     lexeme = models.CharField(max_length=200, blank=True)
     documents = models.PositiveIntegerField()
-    refreshed_at = models.DateTimeField(default=timezone.now)
+    refreshed_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["lexeme", "namespace"], name="termstat_unique")
+            models.UniqueConstraint(fields=["lexeme", "namespace"], name="termstat_unique"),
+            *datetime_checks("termstat", "refreshed_at"),
         ]
 
     def __str__(self) -> str:

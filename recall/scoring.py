@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from memories.decay import require_finite
+
 TIER_CORE = "core"
 
 STAGE_FULL_TEXT = "Sf"
@@ -31,6 +33,10 @@ class RecallScoringConfig:
     decay_days: float = 365.0
     decay_floor: float = 0.3
     emotion_boost: float = 0.1
+
+    def __post_init__(self) -> None:
+        for name in ("decay_days", "decay_floor", "emotion_boost"):
+            require_finite(name, getattr(self, name))
 
 
 def fts_score(
@@ -55,6 +61,20 @@ def fts_score(
     negative is more relevant, so the caller passes -bm25(). Negative ages (clock skew)
     count as 0. credibility is taken literally from the seed: <= 2 earns the 1.25 factor.
     """
+    # NaN would otherwise pass as a default: no relevance boost, no credibility factor,
+    # and an age of 0 (brand new). One sum checks them all on the hot path (NaN and the
+    # infinities survive addition); only a failing hit pays to find the culprit's name.
+    if not math.isfinite(bm25 + emotion_score + relevance_score + trust + credibility + age_days):
+        for name, value in (
+            ("bm25", bm25),
+            ("emotion_score", emotion_score),
+            ("relevance_score", relevance_score),
+            ("trust", trust),
+            ("credibility", credibility),
+            ("age_days", age_days),
+        ):
+            require_finite(name, value)
+        raise ValueError("fts_score inputs must be finite numbers whose sum is finite too")
     emotion = abs(emotion_score)
     emotion_term = 0.5 * math.log1p(emotion)
     recall_boost = 0.1 * recall_count
@@ -123,7 +143,7 @@ def context_boost(
 
 def emotion_tiebreak(emotion_score: float) -> float:
     """|e| * 0.02, at most 0.10: enough to break ties, never to beat a relevance gap."""
-    return min(0.10, abs(emotion_score) * 0.02)
+    return min(0.10, abs(require_finite("emotion_score", emotion_score)) * 0.02)
 
 
 def spacing_multiplier(recall_timestamps: Iterable[datetime]) -> float:
@@ -165,7 +185,7 @@ def reciprocal_rank_fusion(
     weights = weights or {}
     fused: dict[int, float] = {}
     for name, ids in rankings.items():
-        weight = weights.get(name, 1.0)
+        weight = require_finite(f"weights[{name!r}]", weights.get(name, 1.0))
         seen: set[int] = set()
         for rank, item in enumerate(ids, start=1):
             if item in seen:

@@ -182,15 +182,17 @@ def _track(hits: list[RecallHit], *, now: datetime, session_id: str, user) -> No
         )
         cold = [hit for hit in hits if hit.associative and hit.cold]
         if cold:
-            namespace_of = dict(
-                Memory.objects.filter(id__in=[h.memory_id for h in cold]).values_list(
-                    "id", "namespace_id"
-                )
-            )
+            namespace_of = {
+                pk: (namespace_id, level)
+                for pk, namespace_id, level in Memory.objects.filter(
+                    id__in=[h.memory_id for h in cold]
+                ).values_list("id", "namespace_id", "classification")
+            }
             MemoryEvent.objects.bulk_create(
                 [
                     MemoryEvent(
-                        namespace_id=namespace_of[hit.memory_id],
+                        namespace_id=namespace_of[hit.memory_id][0],
+                        classification=namespace_of[hit.memory_id][1],
                         memory_id=hit.memory_id,
                         memory_ref=hit.memory_id,
                         kind=MemoryEvent.Kind.REACTIVATED,

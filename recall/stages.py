@@ -705,8 +705,10 @@ def _digest_rows(terms: list[str], filters: RecallFilters, limit: int) -> list[d
     else:
         match = "c.text LIKE %s ESCAPE '\\'"
     namespaces, params = in_list("c.namespace_id", filters.namespace_ids)
-    where = [namespaces, "(" + " OR ".join([match] * len(terms)) + ")"]
-    params += [f"%{ops.prep_for_like_query(term)}%" for term in terms]
+    # A digest is as sensitive as the most sensitive memory it was built from (stored, so
+    # a purge of that memory does not lower it).
+    where = [namespaces, "c.classification <= %s", "(" + " OR ".join([match] * len(terms)) + ")"]
+    params += [filters.ceiling, *(f"%{ops.prep_for_like_query(term)}%" for term in terms)]
     if filters.topic:
         where.append("c.topic = %s")
         params.append(filters.topic)
@@ -812,8 +814,9 @@ def entity_search(
 ) -> tuple[str | None, list[RelationHit]]:
     """The first entity the query names and its relations (both directions).
 
-    Relations drawn from a memory above the ceiling, or from a memory that is no longer
-    live, are hidden; relations with no source memory are shown.
+    Entities and relations recorded above the ceiling are hidden, as are relations drawn
+    from a memory now above it or no longer live; relations with no source memory (never
+    one, or purged) are shown within their stored level.
     """
     candidates = entity_candidates(query.all_words)
     if not candidates:
@@ -822,7 +825,9 @@ def entity_search(
         name: (entity_id, display)
         for entity_id, name, display in Entity.objects.filter(
             namespace_id__in=filters.namespace_ids, name__in=candidates
-        ).values_list("id", "name", "display_name")
+        )
+        .within_ceiling(filters.ceiling)
+        .values_list("id", "name", "display_name")
     }
     first = next((name for name in candidates if name in found), None)
     if first is None:
@@ -834,6 +839,7 @@ def entity_search(
     relations = (
         Relation.objects.filter(Q(subject_id=entity_id) | Q(object_id=entity_id))
         .filter(visible_memory, namespace_id__in=filters.namespace_ids)
+        .filter(classification__lte=filters.ceiling)
         .select_related("subject", "object")
         .order_by("-weight", "id")[:RELATION_LIMIT]
     )

@@ -143,9 +143,13 @@ class LogOutput(serializers.Serializer):
 class SessionOutput(serializers.Serializer):
     id = serializers.IntegerField()
     mode = serializers.CharField()
-    status = serializers.CharField()
+    status = serializers.CharField(
+        help_text="`finished` once the session ended or no card you may see is left in it."
+    )
     deck = serializers.CharField(allow_null=True)
-    total = serializers.IntegerField()
+    total = serializers.IntegerField(
+        help_text="Cards of live memories within your ceiling; counts and scores cover only them."
+    )
     done = serializers.IntegerField()
     remaining = serializers.IntegerField()
     next_card = CardOutput(allow_null=True)
@@ -208,31 +212,31 @@ def _card(scope: Scope, pk: int) -> Card:
 
 def _session(scope: Scope, pk: int, mode: str) -> StudySession:
     return get_object_or_404(
-        StudySession.objects.filter(namespace_id__in=scope.namespace_ids, mode=mode).select_related(
-            "namespace"
-        ),
+        selectors.study_sessions_visible(ceiling=scope.ceiling)
+        .filter(namespace_id__in=scope.namespace_ids, mode=mode)
+        .select_related("namespace"),
         pk=pk,
     )
 
 
 def _session_payload(session: StudySession, scope: Scope) -> dict[str, Any]:
-    progress = selectors.study_session_progress(session=session)
-    next_card = None
+    """The session as this caller may see it: cards above its ceiling (or of memories no
+    longer live) neither show nor count, and once only such cards are left the session is
+    finished for this caller, whatever it is for the one who started it."""
+    progress = selectors.study_session_progress(session=session, ceiling=scope.ceiling)
     item = progress.next_item
-    if item is not None and item.card.memory.classification <= scope.ceiling:
-        next_card = card_payload(item.card, session.namespace)
     payload = {
         "id": session.pk,
         "mode": session.mode,
-        "status": session.status,
+        "status": StudySession.Status.FINISHED if progress.finished else session.status,
         "deck": session.deck,
         "total": progress.total,
         "done": progress.done,
         "remaining": progress.remaining,
-        "next_card": next_card,
+        "next_card": None if item is None else card_payload(item.card, session.namespace),
     }
     if session.mode == StudySession.Mode.CRAM:
-        score = selectors.cram_score(session=session)
+        score = selectors.cram_score(session=session, ceiling=scope.ceiling)
         payload["score"] = {
             "correct": score.overall.correct,
             "answered": score.overall.answered,
@@ -446,7 +450,7 @@ class CramFinishView(APIView):
     def post(self, request: Request, pk: int) -> Response:
         scope = Scope.of(request)
         session = _session(scope, pk, StudySession.Mode.CRAM)
-        services.cram_finish(session=session)
+        services.cram_finish(session=session, ceiling=scope.ceiling)
         session.refresh_from_db()
         return Response(_session_payload(session, scope))
 

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from config.bounds import (
+    FLOAT_LIMIT,
+    datetime_checks,
+    float_check,
+    validate_datetime,
+    validate_finite,
+)
 from memories.models import Memory, Namespace
 
 LIVE_STATUSES = (Memory.Status.ACTIVE, Memory.Status.PROMOTED)
@@ -48,20 +56,22 @@ class Card(models.Model):
         choices=Namespace.SchedulerKind.choices,
         default=Namespace.SchedulerKind.SM2,
     )
-    easiness = models.FloatField(default=2.5)
+    easiness = models.FloatField(default=2.5, validators=[validate_finite, MinValueValidator(1.3)])
     interval_days = models.PositiveIntegerField(default=0)
     repetitions = models.PositiveIntegerField(default=0)
-    next_review = models.DateTimeField(null=True, blank=True, help_text="Empty for a new card.")
+    next_review = models.DateTimeField(
+        null=True, blank=True, help_text="Empty for a new card.", validators=[validate_datetime]
+    )
     last_quality = models.PositiveSmallIntegerField(null=True, blank=True)
-    last_reviewed_at = models.DateTimeField(null=True, blank=True)
+    last_reviewed_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
     total_reviews = models.PositiveIntegerField(default=0)
     correct_reviews = models.PositiveIntegerField(default=0)
     # When the card stopped being new: counts against the deck's daily new-card limit.
-    first_reviewed_at = models.DateTimeField(null=True, blank=True)
+    first_reviewed_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
     fsrs_state = models.JSONField(null=True, blank=True)
     # Incremented on every grade: a grade computed from a stale read is refused.
     version = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
     objects = CardQuerySet.as_manager()
 
@@ -74,9 +84,14 @@ class Card(models.Model):
         ]
         constraints = [
             models.CheckConstraint(condition=Q(easiness__gte=1.3), name="card_easiness_floor"),
+            # The floor alone lets PostgreSQL's NaN and infinity through (both sort above it).
+            float_check("card", "easiness", 1.3, FLOAT_LIMIT),
             models.CheckConstraint(
                 condition=Q(last_quality__isnull=True) | Q(last_quality__lte=5),
                 name="card_last_quality_range",
+            ),
+            *datetime_checks(
+                "card", "next_review", "last_reviewed_at", "first_reviewed_at", "created_at"
             ),
         ]
 
@@ -116,9 +131,9 @@ class ReviewLog(models.Model):
         blank=True,
         related_name="review_logs",
     )
-    reviewed_at = models.DateTimeField(default=timezone.now)
+    reviewed_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
     # Set by card_undo; an undone grade stays for the audit trail but counts nowhere.
-    undone_at = models.DateTimeField(null=True, blank=True)
+    undone_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
 
     class Meta:
         ordering = ["-reviewed_at", "-id"]
@@ -128,6 +143,7 @@ class ReviewLog(models.Model):
         ]
         constraints = [
             models.CheckConstraint(condition=Q(grade__lte=5), name="reviewlog_grade_range"),
+            *datetime_checks("reviewlog", "reviewed_at", "undone_at"),
         ]
 
     def __str__(self) -> str:
@@ -159,9 +175,9 @@ class StudySession(models.Model):
     # None: every deck; "" is a real deck (memories without a topic).
     deck = models.CharField(max_length=100, null=True, blank=True)
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.ACTIVE)
-    started_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+    updated_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+    finished_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
 
     class Meta:
         ordering = ["-started_at", "-id"]
@@ -170,6 +186,7 @@ class StudySession(models.Model):
                 fields=["namespace", "user", "mode", "status"], name="session_ns_user_status"
             ),
         ]
+        constraints = datetime_checks("studysession", "started_at", "updated_at", "finished_at")
 
     def __str__(self) -> str:
         deck = "all decks" if self.deck is None else (self.deck or "(no topic)")
@@ -201,12 +218,13 @@ class StudySessionItem(models.Model):
     # Cram: the person's correct/incorrect tap, kept for the session's score only.
     correct = models.BooleanField(null=True, blank=True)
     done = models.BooleanField(default=False)
-    answered_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
 
     class Meta:
         ordering = ["session_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["session", "card"], name="session_item_unique_card"),
+            *datetime_checks("studysessionitem", "answered_at"),
         ]
         indexes = [
             models.Index(fields=["session", "done", "position"], name="session_item_next"),

@@ -7,6 +7,7 @@ keeps its own memory model in the JSON-safe `fsrs` dict.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -14,6 +15,7 @@ from typing import Any, Protocol
 
 import fsrs
 
+from memories.decay import require_finite
 from review import sm2
 from review.sm2 import Button, SM2Config, SM2State
 
@@ -122,6 +124,9 @@ class FSRSScheduler:
     name = "fsrs"
 
     def __init__(self, desired_retention: float = 0.9, *, enable_fuzzing: bool = False) -> None:
+        # fsrs takes any retention; NaN would only fail later, as an unnamed rounding error.
+        if not 0 < require_finite("desired_retention", desired_retention) < 1:
+            raise ValueError(f"desired_retention must be between 0 and 1, got {desired_retention}")
         self._scheduler = fsrs.Scheduler(
             desired_retention=desired_retention, enable_fuzzing=enable_fuzzing
         )
@@ -133,9 +138,7 @@ class FSRSScheduler:
         """Review the FSRS card; SM-2 fields are kept in step (repetitions reset on failure)."""
         quality = sm2.validate_quality(quality)
         now_utc = _utc(now)
-        card, _log = self._scheduler.review_card(
-            _to_card(state, now_utc), _RATING_FOR_QUALITY[quality], review_datetime=now_utc
-        )
+        card = self._review(_to_card(state, now_utc), _RATING_FOR_QUALITY[quality], now_utc)
         passed = quality >= sm2.PASSING_QUALITY
         return CardState(
             easiness=state.easiness,
@@ -167,11 +170,26 @@ class FSRSScheduler:
         card = _to_card(state, now_utc)
         preview = {}
         for button in Button:
-            reviewed, _log = self._scheduler.review_card(
-                card, _RATING_FOR_QUALITY[int(button)], review_datetime=now_utc
-            )
+            reviewed = self._review(card, _RATING_FOR_QUALITY[int(button)], now_utc)
             preview[button] = reviewed.due - now_utc
         return preview
+
+    def _review(self, card: fsrs.Card, rating: fsrs.Rating, now_utc: datetime) -> fsrs.Card:
+        """fsrs's review, its due date held at sm2.LATEST_DUE as SM-2's is.
+
+        fsrs adds up to maximum_interval days to `now` itself, which overflows near the
+        end of the calendar, so the cap shrinks to the days left before LATEST_DUE.
+        """
+        scheduler = self._scheduler
+        days_left = (sm2.due_after(now_utc, scheduler.maximum_interval) - now_utc).days
+        if days_left < scheduler.maximum_interval:
+            scheduler = copy.copy(scheduler)
+            scheduler.maximum_interval = max(1, days_left)
+        reviewed, _log = scheduler.review_card(card, rating, review_datetime=now_utc)
+        if reviewed.due > sm2.LATEST_DUE:
+            # A one-day interval or a learning step from the last day of the calendar.
+            reviewed.due = sm2.LATEST_DUE
+        return reviewed
 
 
 def get_scheduler(
@@ -212,6 +230,10 @@ def _to_card(state: CardState, now_utc: datetime) -> fsrs.Card:
     if state.fsrs is None:
         return fsrs.Card(card_id=0, due=now_utc)
     data = state.fsrs
+    # fsrs would carry NaN into every interval and retrievability without complaint.
+    for name in ("stability", "difficulty"):
+        if data[name] is not None:
+            require_finite(f"fsrs {name}", data[name])
     return fsrs.Card(
         card_id=0,
         state=fsrs.State(int(data["state"])),

@@ -13,13 +13,20 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.db.models.expressions import Window
 from django.db.models.functions import Coalesce, RowNumber, TruncDate
 from django.utils import timezone
 
 from memories.models import Memory, Namespace
-from review.models import Card, CardQuerySet, ReviewLog, StudySession, StudySessionItem
+from review.models import (
+    LIVE_STATUSES,
+    Card,
+    CardQuerySet,
+    ReviewLog,
+    StudySession,
+    StudySessionItem,
+)
 from review.schedulers import CardState, Scheduler, get_scheduler
 from review.sm2 import PASSING_QUALITY, SM2Config
 
@@ -35,7 +42,11 @@ RETENTION_RECENT_DAYS = 30
 
 def sm2_config() -> SM2Config:
     """SM-2 bounds from settings, read here so the pure module never reads settings."""
-    return SM2Config(ef_ceiling=settings.SM2_EF_CEILING, ef_on_failure=settings.SM2_EF_ON_FAILURE)
+    return SM2Config(
+        ef_ceiling=settings.SM2_EF_CEILING,
+        ef_on_failure=settings.SM2_EF_ON_FAILURE,
+        max_interval_days=settings.SM2_MAX_INTERVAL_DAYS,
+    )
 
 
 def scheduler_for(namespace: Namespace) -> Scheduler:
@@ -221,13 +232,23 @@ def review_queue(
 
 
 def new_cards_introduced_today(
-    *, namespace: Namespace, tz: ZoneInfo, now: datetime | None = None
+    *,
+    namespace: Namespace,
+    tz: ZoneInfo,
+    now: datetime | None = None,
+    ceiling: int | None = None,
 ) -> dict[str, int]:
-    """Per deck, how many cards had their first review today (the daily new-card budget)."""
+    """Per deck, how many cards had their first review today (the daily new-card budget).
+
+    Only cards within the caller's ceiling count: a budget used up by hidden cards would
+    tell a lower caller that hidden cards of that deck exist and were studied today.
+    """
     today, tomorrow = local_day_bounds(tz, now or timezone.now())
+    cards = Card.objects.in_namespace(namespace)
+    if ceiling is not None:
+        cards = cards.filter(memory__classification__lte=ceiling)
     rows = (
-        Card.objects.in_namespace(namespace)
-        .filter(first_reviewed_at__gte=today, first_reviewed_at__lt=tomorrow)
+        cards.filter(first_reviewed_at__gte=today, first_reviewed_at__lt=tomorrow)
         .values("memory__topic")
         .annotate(n=Count("id"))
         .order_by()
@@ -250,7 +271,7 @@ def new_cards_for_today(
     per_deck = namespace.new_cards_per_day
     if per_deck <= 0 or limit <= 0:
         return []
-    introduced = new_cards_introduced_today(namespace=namespace, tz=tz, now=now)
+    introduced = new_cards_introduced_today(namespace=namespace, tz=tz, now=now, ceiling=ceiling)
     # Number each deck's new cards in the database, keep the first `per_deck` of each:
     # the result is at most per_deck rows per deck whatever the backlog of new cards.
     ranked = (
@@ -309,7 +330,7 @@ def deck_statistics(
     rows = (
         cards.values("memory__topic").annotate(**_card_counts(tomorrow)).order_by("memory__topic")
     )
-    introduced = new_cards_introduced_today(namespace=namespace, tz=tz, now=now)
+    introduced = new_cards_introduced_today(namespace=namespace, tz=tz, now=now, ceiling=ceiling)
     per_deck = namespace.new_cards_per_day
     return [
         DeckStats(
@@ -464,11 +485,51 @@ def _forecast(
 
 
 # --- Sessions --------------------------------------------------------------------------
+#
+# A session is a snapshot of cards taken by whoever started it, and it can be read or
+# carried on by another caller of the same person (a token with a lower ceiling), or its
+# memories can be reclassified or forgotten meanwhile. Every count, score, deck name and
+# next card of a session is therefore taken over the items the caller is shown, here.
+
+
+def _shown_items(
+    items: QuerySet[StudySessionItem], *, ceiling: int | None, live_only: bool
+) -> QuerySet[StudySessionItem]:
+    if ceiling is not None:
+        items = items.filter(card__memory__classification__lte=ceiling)
+    if live_only:
+        items = items.filter(card__memory__status__in=LIVE_STATUSES)
+    return items
+
+
+def session_items(
+    *, session: StudySession, ceiling: int | None, live_only: bool = True
+) -> QuerySet[StudySessionItem]:
+    """The session's items the caller is shown: cards within its ceiling (None: any) and,
+    with live_only, of live memories (the API cannot grade the others, so they would
+    never be done). Hidden items neither show nor count."""
+    return _shown_items(session.items.all(), ceiling=ceiling, live_only=live_only)
+
+
+def study_sessions_visible(*, ceiling: int | None) -> QuerySet[StudySession]:
+    """Sessions a caller may open: empty ones and those holding a card within its ceiling.
+
+    A session whose every card is above the ceiling is made only of memories the caller
+    may not see (its deck is one of their topics), so it answers 404 like a missing one.
+    """
+    sessions = StudySession.objects.all()
+    if ceiling is None:
+        return sessions
+    items = StudySessionItem.objects.filter(session=OuterRef("pk"))
+    return sessions.filter(
+        ~Exists(items) | Exists(items.filter(card__memory__classification__lte=ceiling))
+    )
 
 
 @dataclass(frozen=True)
 class SessionProgress:
-    """Where a session stands; `next_item` is None once every card is done."""
+    """Where a session stands for one caller; `next_item` is None once it is finished for
+    that caller: ended, or every card it is shown is done."""
 
     total: int
     done: int
@@ -477,10 +538,18 @@ class SessionProgress:
     remaining: int
     next_item: StudySessionItem | None
 
+    @property
+    def finished(self) -> bool:
+        return self.next_item is None
 
-def study_session_progress(*, session: StudySession) -> SessionProgress:
-    """Counts and the next card of a study or cram session (what a resumed page shows)."""
-    counts = session.items.aggregate(
+
+def study_session_progress(
+    *, session: StudySession, ceiling: int | None, live_only: bool = True
+) -> SessionProgress:
+    """Counts and the next card of a study or cram session over the items the caller is
+    shown (what a resumed page shows); hidden cards are skipped, never a dead end."""
+    items = session_items(session=session, ceiling=ceiling, live_only=live_only)
+    counts = items.aggregate(
         total=Count("id"),
         done=Count("id", filter=Q(done=True)),
         graded=Count("id", filter=Q(first_grade__isnull=False) | Q(correct__isnull=False)),
@@ -489,7 +558,7 @@ def study_session_progress(*, session: StudySession) -> SessionProgress:
     next_item = None
     if session.is_active:
         next_item = (
-            session.items.filter(done=False)
+            items.filter(done=False)
             .select_related("card__memory")
             .order_by("position", "id")
             .first()
@@ -504,20 +573,59 @@ def study_session_progress(*, session: StudySession) -> SessionProgress:
     )
 
 
-def study_session_active(
-    *, namespace: Namespace, user: Any, mode: str = StudySession.Mode.STUDY
-) -> StudySession | None:
-    """The user's latest unfinished session of that mode in the namespace, to resume."""
+def study_session_first_grades(
+    *, session: StudySession, ceiling: int | None, live_only: bool = True
+) -> dict[int, int]:
+    """How many of the cards the caller is shown got each first grade in the session."""
+    items = session_items(session=session, ceiling=ceiling, live_only=live_only)
+    return dict(
+        items.filter(first_grade__isnull=False)
+        .values("first_grade")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("first_grade", "n")
+    )
+
+
+def study_sessions_resumable(
+    *,
+    namespace_ids: list[int],
+    user: Any,
+    mode: str,
+    ceiling: int | None,
+    live_only: bool = True,
+) -> QuerySet[StudySession]:
+    """The user's unfinished sessions of that mode with a card left that the caller is
+    shown, newest first: one whose remaining cards are all hidden is over for it."""
+    remaining = _shown_items(
+        StudySessionItem.objects.filter(session=OuterRef("pk"), done=False),
+        ceiling=ceiling,
+        live_only=live_only,
+    )
     return (
         StudySession.objects.filter(
-            namespace=namespace,
+            namespace_id__in=namespace_ids,
             user=user,
             mode=mode,
             status=StudySession.Status.ACTIVE,
         )
+        .filter(Exists(remaining))
         .order_by("-started_at", "-id")
-        .first()
     )
+
+
+def study_session_active(
+    *,
+    namespace: Namespace,
+    user: Any,
+    ceiling: int | None,
+    mode: str = StudySession.Mode.STUDY,
+    live_only: bool = True,
+) -> StudySession | None:
+    """The user's latest unfinished session of that mode in the namespace, to resume."""
+    return study_sessions_resumable(
+        namespace_ids=[namespace.pk], user=user, mode=mode, ceiling=ceiling, live_only=live_only
+    ).first()
 
 
 @dataclass(frozen=True)
@@ -540,10 +648,12 @@ class CramScore:
     decks: dict[str, Score]
 
 
-def cram_score(*, session: StudySession) -> CramScore:
-    """X/Y correct overall and per deck, from the session's answers (one grouped query)."""
+def cram_score(*, session: StudySession, ceiling: int | None, live_only: bool = True) -> CramScore:
+    """X/Y correct overall and per deck, from the answers on the cards the caller is
+    shown (one grouped query): hidden cards add neither a deck nor a count."""
     rows = (
-        session.items.values("deck")
+        session_items(session=session, ceiling=ceiling, live_only=live_only)
+        .values("deck")
         .annotate(
             total=Count("id"),
             answered=Count("id", filter=Q(correct__isnull=False)),

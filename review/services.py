@@ -64,7 +64,12 @@ _DATETIME_FIELDS = frozenset({"next_review", "last_reviewed_at", "first_reviewed
 
 
 class ReviewError(Exception):
-    """A review rule said no; `code` and `field` let the API map it to a 4xx answer."""
+    """A review rule said no; `code` and `field` let the API map it to a 4xx answer.
+
+    `field` is the name of the request field at fault, as clients send it (`cards`, not
+    the keyword `card_ids`), or None when the fault is the object in the URL (the session,
+    the card to undo) or something no request sets.
+    """
 
     code = "review_error"
     api_status = 400
@@ -313,16 +318,16 @@ def card_grade(
     """
     quality = grade_quality(grade)
     if source not in ReviewLog.Source.values:
+        # No `field`: a source is chosen by the calling code, never sent in a request.
         raise InvalidRequest(
-            f"Unknown grade source {source!r}; use one of {', '.join(ReviewLog.Source.values)}.",
-            field="source",
+            f"Unknown grade source {source!r}; use one of {', '.join(ReviewLog.Source.values)}."
         )
     now = now or timezone.now()
     expected = card.version if expected_version is None else expected_version
     with transaction.atomic():
         current = Card.objects.select_related("namespace").get(pk=card.pk)
         if current.version != expected:
-            raise _conflict(current)
+            raise _conflict(current.pk)
         before = _snapshot(current)
         state = scheduler_for(current.namespace).grade(card_state(current), quality, now=now)
         passed = quality >= PASSING_QUALITY
@@ -344,7 +349,7 @@ def card_grade(
         # version, the second one's UPDATE matches no row (on PostgreSQL it waits for the
         # first to commit, then re-checks the row and finds the new version).
         if not Card.objects.filter(pk=current.pk, version=expected).update(**changes):
-            raise _conflict(current)
+            raise _conflict(current.pk)
         _assign(current, changes)
         after = _snapshot(current)
 
@@ -388,10 +393,13 @@ def card_grade(
     return log
 
 
-def _conflict(card: Card) -> GradeConflict:
+def _conflict(card_id: int) -> GradeConflict:
+    # The version is read again here: when the guarded UPDATE matched nothing, the row read
+    # before it is stale, and the caller needs the version it must reload to.
+    version = Card.objects.filter(pk=card_id).values_list("version", flat=True).first()
     return GradeConflict(
-        f"Card #{card.pk} was changed by another review since you loaded it "
-        f"(it is now at version {card.version}); reload it and grade again.",
+        f"Card #{card_id} was changed by another review since you loaded it "
+        f"(it is now at version {version}); reload it and grade again.",
         field="version",
     )
 
@@ -415,6 +423,7 @@ def _record_graded(
         after=after,
         actor=actor,
         source=source,
+        classification=memory.classification,
         created_at=now,
     )
 
@@ -440,17 +449,13 @@ def card_undo(*, card: Card, user: Any = None, now: datetime | None = None) -> R
     locked = Card.objects.select_for_update().get(pk=card.pk)
     log = undoable.first()
     if log is None:
-        raise NothingToUndo(f"Card #{locked.pk} has no grade to undo.", field="card")
+        raise NothingToUndo(f"Card #{locked.pk} has no grade to undo.")
     if log.state_after.get("version") != locked.version:
         raise NothingToUndo(
-            f"Card #{locked.pk} changed after its last grade; only its latest change can be "
-            "undone.",
-            field="card",
+            f"Card #{locked.pk} changed after its last grade; only its latest change can be undone."
         )
     if user is not None and log.user_id != user.pk:
-        raise NothingToUndo(
-            f"The last grade of card #{locked.pk} was not given by you.", field="card"
-        )
+        raise NothingToUndo(f"The last grade of card #{locked.pk} was not given by you.")
     restored = _restorable(log.state_before)
     restored["version"] = locked.version + 1
     Card.objects.filter(pk=locked.pk).update(**restored)
@@ -533,11 +538,10 @@ def _locked_session(session: StudySession, mode: str) -> StudySession:
     locked = StudySession.objects.select_for_update().get(pk=session.pk)
     if locked.mode != mode:
         raise InvalidRequest(
-            f"Session #{locked.pk} is a {locked.get_mode_display().lower()} session.",
-            field="session",
+            f"Session #{locked.pk} is a {locked.get_mode_display().lower()} session."
         )
     if not locked.is_active:
-        raise SessionFinished(f"Session #{locked.pk} is finished.", field="session")
+        raise SessionFinished(f"Session #{locked.pk} is finished.")
     return locked
 
 
@@ -695,10 +699,12 @@ def cram_start(
                 f"Cards {sorted(missing)} are not reviewable cards of this namespace"
                 + ("" if deck is None else f" and deck {deck!r}")
                 + ".",
-                field="card_ids",
+                field="cards",
             )
     if not rows:
-        raise InvalidRequest("There are no cards to cram here.", field="deck")
+        raise InvalidRequest(
+            "There are no cards to cram here.", field="namespace" if deck is None else "deck"
+        )
     rng = random.Random(seed)
     rows = rng.sample(rows, min(limit, len(rows)))
     session = StudySession.objects.create(
@@ -744,16 +750,19 @@ def cram_answer(
     return item
 
 
-def cram_finish(*, session: StudySession, now: datetime | None = None) -> CramScore:
-    """End a cram session and give its score (X/Y, overall and per deck)."""
+def cram_finish(
+    *, session: StudySession, ceiling: int | None, now: datetime | None = None
+) -> CramScore:
+    """End a cram session and give its score (X/Y, overall and per deck) over the cards
+    within the caller's `ceiling` (None: every card)."""
     now = now or timezone.now()
     with transaction.atomic():
         locked = StudySession.objects.select_for_update().get(pk=session.pk)
         if locked.mode != StudySession.Mode.CRAM:
-            raise InvalidRequest(f"Session #{locked.pk} is not a cram session.", field="session")
+            raise InvalidRequest(f"Session #{locked.pk} is not a cram session.")
         if locked.is_active:
             _finish(locked, now)
             locked.updated_at = now
             locked.save(update_fields=["status", "updated_at", "finished_at"])
     _copy_session(session, locked)
-    return cram_score(session=locked)
+    return cram_score(session=locked, ceiling=ceiling)

@@ -9,8 +9,9 @@ for a deterministic run.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
+from memories.decay import require_finite
 from review.sm2 import PASSING_QUALITY, validate_quality
 
 
@@ -39,12 +40,21 @@ class SimulationParams:
     success_gain: float = 0.1
     failure_loss: float = 0.15
 
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            require_finite(field.name, getattr(self, field.name))
+
 
 DEFAULT_PARAMS = SimulationParams()
 
 
 def _clamp01(value: float) -> float:
     return min(1.0, max(0.0, value))
+
+
+def _clamp01_input(name: str, value: float) -> float:
+    # _clamp01 alone would turn NaN into 0.0, a plausible confidence or utility.
+    return _clamp01(require_finite(name, value))
 
 
 def recall_probability(
@@ -55,10 +65,11 @@ def recall_probability(
     params: SimulationParams = DEFAULT_PARAMS,
 ) -> float:
     """Estimated chance of recall in [0, 1]; inputs outside [0, 1] are clamped first."""
-    recency = 0.5 ** (max(0.0, days_since_last_recall) / params.recency_half_life_days)
+    days = max(0.0, require_finite("days_since_last_recall", days_since_last_recall))
+    recency = 0.5 ** (days / params.recency_half_life_days)
     p = (
-        params.confidence_weight * _clamp01(confidence)
-        + params.utility_weight * _clamp01(utility)
+        params.confidence_weight * _clamp01_input("confidence", confidence)
+        + params.utility_weight * _clamp01_input("utility", utility)
         + params.recency_weight * recency
     )
     return _clamp01(p)
@@ -101,7 +112,9 @@ def adjust_utility(
     """Move utility toward 1 after a success (by gain * (1 - u)) or toward 0 after a
     failure (by loss * u), so it stays in [0, 1] and changes least near the bound it
     approaches. Failure costs more than success earns: memories must keep earning."""
-    utility = _clamp01(utility)
+    utility = _clamp01_input("utility", utility)
+    require_finite("success_gain", success_gain)
+    require_finite("failure_loss", failure_loss)
     if validate_quality(quality) >= PASSING_QUALITY:
         return _clamp01(utility + success_gain * (1.0 - utility))
     return _clamp01(utility - failure_loss * utility)

@@ -3,21 +3,29 @@
 Intervals: 1 day, 6 days, then ceil(previous interval * EF) using the EF from *before*
 this review, as SM-2 and seed 004's code sample do. EF changes by
 0.1 - (5 - q) * (0.08 + (5 - q) * 0.02), clamped to [ef_floor, ef_ceiling].
+Intervals stop at max_interval_days (100 years by default, as FSRS): uncapped, they grow
+by EF each pass and the 17th consecutive pass overflowed the calendar.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import IntEnum
 from typing import Literal
+
+from memories.decay import require_finite
 
 EfOnFailure = Literal["update", "keep"]
 
 INITIAL_EASINESS = 2.5
 PASSING_QUALITY = 3
 MAX_OVERDUE_DAYS = 30.0
+DEFAULT_MAX_INTERVAL_DAYS = 36_500
+# The last instant a card may be due: config.bounds.DATETIME_MAX, the latest datetime
+# every database column and time zone round-trip. Due dates saturate here.
+LATEST_DUE = datetime(9999, 12, 30, tzinfo=UTC)
 
 # Priority weights: lateness dominates, difficulty next, fragility last; they sum to 1.
 OVERDUE_WEIGHT = 0.5
@@ -47,7 +55,8 @@ class SM2State:
 
 @dataclass(frozen=True)
 class SM2Config:
-    """EF bounds and the failure rule; defaults mirror SM2_EF_CEILING and SM2_EF_ON_FAILURE.
+    """EF bounds, the failure rule and the interval cap; defaults mirror SM2_EF_CEILING,
+    SM2_EF_ON_FAILURE and SM2_MAX_INTERVAL_DAYS.
 
     ef_on_failure="update" applies the EF formula on every review (seed 000, and seed
     004's own code sample); "keep" leaves EF untouched when q < 3 (published SM-2).
@@ -56,10 +65,16 @@ class SM2Config:
     ef_floor: float = 1.3
     ef_ceiling: float = 2.5
     ef_on_failure: EfOnFailure = "update"
+    max_interval_days: int = DEFAULT_MAX_INTERVAL_DAYS
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.ef_ceiling) and self.ef_floor <= self.ef_ceiling):
-            raise ValueError("ef_ceiling must be finite and at least ef_floor")
+        require_finite("ef_floor", self.ef_floor)
+        require_finite("ef_ceiling", self.ef_ceiling)
+        if not self.ef_floor <= self.ef_ceiling:
+            raise ValueError("ef_ceiling must be at least ef_floor")
+        cap = self.max_interval_days
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise ValueError(f"max_interval_days must be an int of at least 1, got {cap!r}")
         if self.ef_on_failure not in ("update", "keep"):
             raise ValueError(
                 f"ef_on_failure must be 'update' or 'keep', not {self.ef_on_failure!r}"
@@ -81,22 +96,37 @@ def easiness_delta(quality: int) -> float:
     return 0.1 - miss * (0.08 + miss * 0.02)
 
 
-def next_interval_days(state: SM2State, quality: int) -> int:
-    """Days until the next review after grading `state` with `quality`."""
+def next_interval_days(
+    state: SM2State, quality: int, *, max_days: int = DEFAULT_MAX_INTERVAL_DAYS
+) -> int:
+    """Days until the next review after grading `state` with `quality`, at most max_days."""
+    easiness = require_finite("easiness", state.easiness)
     if validate_quality(quality) < PASSING_QUALITY:
         return 1
     if state.repetitions == 0:
         return 1
     if state.repetitions == 1:
-        return 6
+        return min(6, max_days)
+    # Capping the previous interval first keeps the product finite whatever is stored.
+    previous = min(state.interval_days, max_days)
     # round() strips float noise (6 * 2.3 = 13.799999999999999) before rounding up.
-    return max(1, math.ceil(round(state.interval_days * state.easiness, 9)))
+    return min(max_days, max(1, math.ceil(round(previous * easiness, 9))))
+
+
+def due_after(now: datetime, days: int) -> datetime:
+    """now + days, or LATEST_DUE when that would pass it, so the date stays storable."""
+    latest = LATEST_DUE if now.utcoffset() is not None else LATEST_DUE.replace(tzinfo=None)
+    if now > latest:
+        raise ValueError(f"now must be no later than {latest.isoformat()}, got {now.isoformat()}")
+    if latest - now < timedelta(days=days):
+        return latest
+    return now + timedelta(days=days)
 
 
 def sm2_update(state: SM2State, quality: int, *, now: datetime, config: SM2Config) -> SM2State:
     """Grade a card: the new interval, repetition count, EF and due date."""
     quality = validate_quality(quality)
-    interval = next_interval_days(state, quality)
+    interval = next_interval_days(state, quality, max_days=config.max_interval_days)
     passed = quality >= PASSING_QUALITY
     if passed or config.ef_on_failure == "update":
         easiness = state.easiness + easiness_delta(quality)
@@ -109,7 +139,7 @@ def sm2_update(state: SM2State, quality: int, *, now: datetime, config: SM2Confi
         easiness=easiness,
         interval_days=interval,
         repetitions=state.repetitions + 1 if passed else 0,
-        next_review=now + timedelta(days=interval),
+        next_review=due_after(now, interval),
         last_quality=quality,
     )
 
@@ -129,12 +159,14 @@ def priority_score(state: SM2State, now: datetime, *, config: SM2Config | None =
     a preview of upcoming work; callers that only want due cards filter with is_due.
     """
     config = config or SM2Config()
+    # Unchecked, a NaN EF would clamp to a low-EF term of 0: the easiest card there is.
+    easiness = require_finite("easiness", state.easiness)
     overdue = 0.0
     if state.next_review is not None:
         days_late = (now - state.next_review).total_seconds() / 86_400
         overdue = min(1.0, max(0.0, days_late / MAX_OVERDUE_DAYS))
     span = config.ef_ceiling - config.ef_floor
-    low_ef = 0.0 if span == 0 else (config.ef_ceiling - state.easiness) / span
+    low_ef = 0.0 if span == 0 else (config.ef_ceiling - easiness) / span
     low_ef = min(1.0, max(0.0, low_ef))
     few_reps = 1.0 / (1 + max(0, state.repetitions))
     return OVERDUE_WEIGHT * overdue + LOW_EF_WEIGHT * low_ef + FEW_REPETITIONS_WEIGHT * few_reps

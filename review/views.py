@@ -50,6 +50,10 @@ SWEEP_WINDOW_DAYS = 7
 # Counts of a run worth showing, in this order; other numeric counts follow.
 RUN_COUNT_ORDER = ("promoted", "core", "forgotten", "cold", "archived", "purged")
 RUN_COUNT_HIDDEN = {"duration_seconds", "batches", "examined", "runs_pruned"}
+# Session counts and next cards include cards whose memory was forgotten or archived
+# mid-session: the page shows such a card with a Restore button rather than skipping it
+# (the API, which cannot grade them, skips them). Cards above the ceiling are always hidden.
+LIVE_ONLY = False
 
 
 def user_tz() -> zoneinfo.ZoneInfo:
@@ -90,12 +94,14 @@ def deck_overview(scope: Scope, tz: zoneinfo.ZoneInfo, now: datetime) -> list[di
 
 
 def _active_sessions(request: HttpRequest, mode: str) -> list[StudySession]:
+    scope = scope_of(request)
     return list(
-        StudySession.objects.filter(
-            namespace_id__in=scope_of(request).namespace_ids,
+        selectors.study_sessions_resumable(
+            namespace_ids=scope.namespace_ids,
             user=request.user,
             mode=mode,
-            status=StudySession.Status.ACTIVE,
+            ceiling=scope.ceiling,
+            live_only=LIVE_ONLY,
         ).select_related("namespace")[:10]
     )
 
@@ -122,7 +128,8 @@ def _background(request: HttpRequest, now: datetime) -> dict[str, Any]:
     """The last runs that touched the person's namespaces, and what the sweep did to them."""
     from memories.sweep import EVENT_SOURCE
 
-    ids = scope_of(request).namespace_ids
+    scope = scope_of(request)
+    ids = scope.namespace_ids
     runs = list(
         BackgroundRun.objects.filter(Q(namespace__isnull=True) | Q(namespace_id__in=ids))
         .select_related("namespace")
@@ -141,7 +148,7 @@ def _background(request: HttpRequest, now: datetime) -> dict[str, Any]:
     since = now - timedelta(days=SWEEP_WINDOW_DAYS)
     swept = MemoryEvent.objects.filter(
         namespace_id__in=ids, source=EVENT_SOURCE, created_at__gte=since
-    )
+    ).filter(Q(memory__isnull=True) | Q(memory__classification__lte=scope.ceiling))
     by_kind = dict(swept.values("kind").annotate(n=Count("id")).order_by().values_list("kind", "n"))
     changes = [
         (label, by_kind.get(kind, 0), status)
@@ -202,10 +209,11 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def _session(request: HttpRequest, pk: int, mode: str) -> StudySession:
+    scope = scope_of(request)
     return get_object_or_404(
-        StudySession.objects.filter(
-            namespace_id__in=scope_of(request).namespace_ids, user=request.user, mode=mode
-        ).select_related("namespace"),
+        selectors.study_sessions_visible(ceiling=scope.ceiling)
+        .filter(namespace_id__in=scope.namespace_ids, user=request.user, mode=mode)
+        .select_related("namespace"),
         pk=pk,
     )
 
@@ -275,7 +283,10 @@ def _study_context(
     request: HttpRequest, session: StudySession, *, error: str = ""
 ) -> dict[str, Any]:
     now = timezone.now()
-    progress = selectors.study_session_progress(session=session)
+    ceiling = scope_of(request).ceiling
+    progress = selectors.study_session_progress(
+        session=session, ceiling=ceiling, live_only=LIVE_ONLY
+    )
     item = progress.next_item
     context: dict[str, Any] = {
         "session": session,
@@ -291,16 +302,12 @@ def _study_context(
     if item is not None:
         context.update(_card_context(item.card, session.namespace, now))
     else:
-        grades = dict(
-            session.items.filter(first_grade__isnull=False)
-            .values("first_grade")
-            .annotate(n=Count("id"))
-            .order_by()
-            .values_list("first_grade", "n")
+        grades = selectors.study_session_first_grades(
+            session=session, ceiling=ceiling, live_only=LIVE_ONLY
         )
         context["grades"] = [(label, grades.get(int(button), 0)) for button, _, _, label in BUTTONS]
         stats = selectors.review_statistics(
-            namespace=session.namespace, tz=user_tz(), now=now, ceiling=scope_of(request).ceiling
+            namespace=session.namespace, tz=user_tz(), now=now, ceiling=ceiling
         )
         context["stats"] = stats
         context["reviews_today"] = stats.reviews_per_day[-1][1] if stats.reviews_per_day else 0
@@ -424,8 +431,13 @@ def cram_start(request: HttpRequest) -> HttpResponse:
     return see_other(reverse("cram-session", args=[session.pk]))
 
 
-def _cram_context(session: StudySession, *, error: str = "") -> dict[str, Any]:
-    progress = selectors.study_session_progress(session=session)
+def _cram_context(
+    request: HttpRequest, session: StudySession, *, error: str = ""
+) -> dict[str, Any]:
+    ceiling = scope_of(request).ceiling
+    progress = selectors.study_session_progress(
+        session=session, ceiling=ceiling, live_only=LIVE_ONLY
+    )
     item = progress.next_item
     context: dict[str, Any] = {
         "session": session,
@@ -438,14 +450,19 @@ def _cram_context(session: StudySession, *, error: str = "") -> dict[str, Any]:
     if item is not None:
         context.update(_card_context(item.card, session.namespace, timezone.now()))
     else:
-        context["score"] = selectors.cram_score(session=session)
+        context["score"] = selectors.cram_score(
+            session=session, ceiling=ceiling, live_only=LIVE_ONLY
+        )
     return context
 
 
 def _cram_response(request: HttpRequest, session: StudySession, *, error: str = "") -> HttpResponse:
     if getattr(request, "htmx", None):
         return render_page(
-            request, "review/cram_session.html", _cram_context(session, error=error), partial="card"
+            request,
+            "review/cram_session.html",
+            _cram_context(request, session, error=error),
+            partial="card",
         )
     if error:
         messages.error(request, error)
@@ -456,7 +473,9 @@ def _cram_response(request: HttpRequest, session: StudySession, *, error: str = 
 @login_required
 def cram_session(request: HttpRequest, pk: int) -> HttpResponse:
     session = _session(request, pk, StudySession.Mode.CRAM)
-    return render_page(request, "review/cram_session.html", _cram_context(session), partial="card")
+    return render_page(
+        request, "review/cram_session.html", _cram_context(request, session), partial="card"
+    )
 
 
 @require_POST
@@ -474,8 +493,12 @@ def cram_answer(request: HttpRequest, pk: int) -> HttpResponse:
         )
     except services.ReviewError as exc:
         error = exc.message
-    if session.is_active and selectors.study_session_progress(session=session).remaining == 0:
-        services.cram_finish(session=session)
+    ceiling = scope_of(request).ceiling
+    progress = selectors.study_session_progress(
+        session=session, ceiling=ceiling, live_only=LIVE_ONLY
+    )
+    if session.is_active and progress.remaining == 0:
+        services.cram_finish(session=session, ceiling=ceiling)
     return _cram_response(request, session, error=error)
 
 
@@ -483,5 +506,5 @@ def cram_answer(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def cram_finish(request: HttpRequest, pk: int) -> HttpResponse:
     session = _session(request, pk, StudySession.Mode.CRAM)
-    services.cram_finish(session=session)
+    services.cram_finish(session=session, ceiling=scope_of(request).ceiling)
     return _cram_response(request, session)

@@ -12,13 +12,13 @@ import json
 import zoneinfo
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from memories import services
 from memories.models import (
     ApiToken,
     Association,
+    BackgroundRun,
     Classification,
     Consolidation,
     Entity,
@@ -29,6 +29,7 @@ from memories.models import (
 )
 from memories.transfer import namespace_export
 from review.models import Card, ReviewLog, StudySession, StudySessionItem
+from tests.api.routes import api_routes
 
 pytestmark = pytest.mark.django_db
 
@@ -38,6 +39,7 @@ OBJECT_FOR_ROUTE = {
     "api-namespace": ("namespace", {"name": "hacked"}),
     "api-export": ("namespace", None),
     "api-import": ("namespace", "import"),
+    "api-import-job": ("import-job", None),
     "api-memory": ("memory", {"content": "hacked"}),
     "api-memory-forget": ("memory", {"reason": "hacked"}),
     "api-memory-restore": ("memory", {}),
@@ -56,23 +58,6 @@ OBJECT_FOR_ROUTE = {
     "api-cram-finish": ("cram", {}),
 }
 SESSION_ONLY = {"api-token-revoke"}
-
-
-def api_routes() -> list[tuple[str, str, type]]:
-    """(name, route, view class) of every /api/v1/ route, walking the resolver tree."""
-    found: list[tuple[str, str, type]] = []
-
-    def walk(patterns, prefix: str) -> None:
-        for pattern in patterns:
-            if isinstance(pattern, URLResolver):
-                walk(pattern.url_patterns, prefix + str(pattern.pattern))
-            elif isinstance(pattern, URLPattern) and hasattr(pattern.callback, "view_class"):
-                route = prefix + str(pattern.pattern)
-                if route.startswith("api/v1/") and pattern.name:
-                    found.append((pattern.name, route, pattern.callback.view_class))
-
-    walk(get_resolver().url_patterns, "")
-    return found
 
 
 ROUTES_WITH_IDS = [r for r in api_routes() if "<" in r[1]]
@@ -106,6 +91,7 @@ def world(user, other_user, make_token):
     session = review.study_session_start(namespace=ns, tz=zoneinfo.ZoneInfo("UTC"), limit=10)
     cram = review.cram_start(namespace=ns)
     owner_token, _ = make_token(user)
+    import_job = BackgroundRun.objects.create(kind=BackgroundRun.Kind.IMPORT, namespace=ns)
     services.namespace_create(owner=other_user, name="Private")  # same slug, other owner
     _, intruder_secret = make_token(other_user)
     return {
@@ -118,6 +104,7 @@ def world(user, other_user, make_token):
         "card": card,
         "session": session,
         "cram": cram,
+        "import-job": import_job,
         "session-grade": {"card": card.pk, "grade": 4},
         "cram-answer": {"card": card.pk, "correct": True},
         "import": "".join(namespace_export(namespace=ns, ceiling=3)),
@@ -133,6 +120,7 @@ def fingerprint() -> str:
         list(Relation.objects.order_by("pk").values()),
         list(Entity.objects.order_by("pk").values()),
         list(ApiToken.objects.order_by("pk").values("pk", "revoked_at")),
+        list(BackgroundRun.objects.order_by("pk").values("pk", "status")),
         MemoryEvent.objects.count(),
         list(Card.objects.order_by("pk").values()),
         ReviewLog.objects.count(),
@@ -153,6 +141,9 @@ def _call(client: APIClient, method: str, url: str, body, world=None):
 
 
 def _url(route: str, value) -> str:
+    if isinstance(value, tuple):  # (slug, id) of an import job
+        slug, value = value
+        route = route.replace("<slug:slug>", slug).replace("<int:job>", str(value))
     path = route.replace("<int:pk>", str(value)).replace("<slug:slug>", str(value))
     return "/" + path
 
@@ -164,6 +155,8 @@ def test_another_users_ids_answer_404_and_change_nothing(world, other_user, name
     kind, body = OBJECT_FOR_ROUTE[name]
     target = world[kind]
     value = target.slug if kind == "namespace" else target.pk
+    if kind == "import-job":  # the owner's job under the slug the intruder also owns
+        value = (target.namespace.slug, target.pk)
     if kind == "namespace":
         # The intruder owns a namespace with the same slug; use one only the owner has.
         target.slug = "owners-only"

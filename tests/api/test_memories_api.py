@@ -354,6 +354,7 @@ def test_associations_entities_relations_and_digests(writer, make_memory, namesp
         topic="",
         text="Alice and Bob",
         memory_ids=[a.pk, b.pk],
+        classification=max(a.classification, b.classification),
     )
     digests = writer.get("/api/v1/consolidations", {"period": "daily"}).json()["results"]
     assert [d["text"] for d in digests] == ["Alice and Bob"]

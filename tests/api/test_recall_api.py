@@ -58,6 +58,36 @@ def test_track_false_changes_nothing(user, agent_ns, make_token, api):
     assert Memory.objects.filter(recall_count__gt=0).count() == 0
 
 
+def test_a_read_only_token_recalls_with_track_false(user, namespace, make_token, api):
+    memory = services.memory_create(namespace=namespace, content="Kyoto has 1600 temples")
+    Card.objects.filter(memory=memory).update(next_review=timezone.now() - timedelta(days=1))
+    _, secret = make_token(user, namespaces=[namespace], access="read")
+    client = api(secret)
+
+    read = client.post("/api/v1/recall", {"query": "kyoto temples", "track": False}, format="json")
+    assert read.status_code == 200, read.json()
+    assert [hit["memory_id"] for hit in read.json()["results"]] == [memory.pk]
+
+    # Without `track`, a read-only token's recall is read-only.
+    default = client.post("/api/v1/recall", {"query": "kyoto temples"}, format="json")
+    assert default.status_code == 200, default.json()
+    assert [hit["memory_id"] for hit in default.json()["results"]] == [memory.pk]
+
+    # Tracking boosts and counts the results: a write, so asking for it is refused by name.
+    tracked = client.post(
+        "/api/v1/recall", {"query": "kyoto temples", "track": True}, format="json"
+    )
+    assert tracked.status_code == 403
+    error = tracked.json()["error"]
+    assert error["code"] == "permission_denied" and list(error["fields"]) == ["track"]
+    assert "`track: false`" in error["message"]
+
+    stored = Memory.objects.get(pk=memory.pk)
+    assert (stored.recall_count, stored.access_count, stored.use_count) == (0, 0, 0)
+    assert not ReviewLog.objects.exists()
+    assert RecallEvent.objects.count() == 2  # the logs of the two read-only recalls
+
+
 def test_other_users_namespaces_and_bad_input(user, other_user, agent_ns, make_token, api):
     _, theirs = make_token(other_user)
     response = api(theirs).post(

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import pytest
+from django.db.models import F
 
 from memories import services
-from review.models import Card
+from memories.models import Classification, Memory, Namespace
+from review.models import Card, StudySession, StudySessionItem
 
 pytestmark = pytest.mark.django_db
 
@@ -163,3 +165,278 @@ def test_an_explicit_cue_replaces_topic_and_first_line(person, namespace):
     assert response.status_code == 201 and response.json()["cue"] == "Capital of France?"
     queue = person.get("/api/v1/review/queue", {"namespace": namespace.slug}).json()
     assert [c["cue"] for c in queue["new"]] == ["Capital of France?"]
+
+
+# --- Two callers of one person, two ceilings --------------------------------------------
+
+SECRET_DECK = "zz-merger-talks"
+SECRET_TEXT = "Initech acquisition closes on Friday"
+
+
+@pytest.fixture
+def mixed(namespace):
+    """Two public cards in deck `facts`, then a restricted card in a deck of its own."""
+    public = [
+        services.memory_create(
+            namespace=namespace,
+            content=f"Public fact {i}",
+            topic="facts",
+            classification=Classification.PUBLIC,
+        )
+        for i in range(2)
+    ]
+    secret = services.memory_create(
+        namespace=namespace,
+        content=SECRET_TEXT,
+        topic=SECRET_DECK,
+        classification=Classification.RESTRICTED,
+    )
+    return public, secret
+
+
+@pytest.fixture
+def high(user, make_token, api):
+    _, secret = make_token(user, ceiling=Classification.RESTRICTED)
+    return api(secret)
+
+
+@pytest.fixture
+def low(user, make_token, api):
+    _, secret = make_token(user, ceiling=Classification.PUBLIC)
+    return api(secret)
+
+
+def hidden_first(session_id: int, memory) -> None:
+    """Put the memory's card at the front of the session, where a next card is picked."""
+    StudySessionItem.objects.filter(session_id=session_id, card__memory=memory).update(position=-1)
+
+
+def assert_nothing_secret(bodies: list[bytes]) -> None:
+    for body in bodies:
+        text = body.decode()
+        assert SECRET_DECK not in text and SECRET_TEXT not in text, text
+
+
+def test_a_lower_token_sees_only_its_cards_of_a_session_and_finishes_it(
+    high, low, namespace, mixed
+):
+    _, secret = mixed
+    started = high.post("/api/v1/review/sessions", {"namespace": namespace.slug}, format="json")
+    assert started.json()["total"] == 3
+    url = f"/api/v1/review/sessions/{started.json()['id']}"
+    hidden_first(started.json()["id"], secret)
+
+    response = low.get(url)
+    bodies = [response.content]
+    state = response.json()
+    assert (state["status"], state["total"], state["done"], state["remaining"]) == (
+        "active",
+        2,
+        0,
+        2,
+    )
+    while state["next_card"]:
+        assert state["next_card"]["memory"] != secret.pk
+        response = low.post(
+            f"{url}/grade", {"card": state["next_card"]["id"], "grade": "good"}, format="json"
+        )
+        bodies.append(response.content)
+        state = response.json()
+    # Only the hidden card is left: the session is over for this token, not stuck.
+    assert (state["status"], state["total"], state["done"], state["remaining"]) == (
+        "finished",
+        2,
+        2,
+        0,
+    )
+    again = low.get(url)
+    bodies.append(again.content)
+    assert again.json()["status"] == "finished" and again.json()["next_card"] is None
+
+    # The token that started it still has the restricted card to study.
+    rest = high.get(url).json()
+    assert (rest["status"], rest["total"], rest["remaining"]) == ("active", 3, 1)
+    assert rest["next_card"]["memory"] == secret.pk
+    bodies.append(low.post(f"{url}/finish").content)
+    assert_nothing_secret(bodies)
+
+
+def test_a_lower_token_crams_and_scores_only_its_cards(high, low, namespace, mixed):
+    _, secret = mixed
+    started = high.post(
+        "/api/v1/review/cram", {"namespace": namespace.slug, "seed": 3}, format="json"
+    ).json()
+    assert started["score"]["total"] == 3 and SECRET_DECK in started["score"]["decks"]
+    url = f"/api/v1/review/cram/{started['id']}"
+    hidden_first(started["id"], secret)
+
+    response = low.get(url)
+    bodies = [response.content]
+    state = response.json()
+    assert (state["total"], state["score"]["total"], list(state["score"]["decks"])) == (
+        2,
+        2,
+        ["facts"],
+    )
+    while state["next_card"]:
+        response = low.post(
+            f"{url}/answer", {"card": state["next_card"]["id"], "correct": True}, format="json"
+        )
+        bodies.append(response.content)
+        state = response.json()
+    assert (state["status"], state["remaining"]) == ("finished", 0)
+    finished = low.post(f"{url}/finish")
+    bodies.append(finished.content)
+    score = finished.json()["score"]
+    assert (score["correct"], score["answered"], score["total"]) == (2, 2, 2)
+    assert score["decks"] == {"facts": {"correct": 2, "answered": 2, "total": 2}}
+    assert_nothing_secret(bodies)
+
+
+def test_a_card_reclassified_above_the_ceiling_mid_session_drops_out(person, namespace, deck):
+    started = person.post(
+        "/api/v1/review/sessions", {"namespace": namespace.slug}, format="json"
+    ).json()
+    assert started["total"] == 3
+    first = started["next_card"]["memory"]
+    services.memory_update(
+        memory=Memory.objects.get(pk=first), changes={"classification": Classification.RESTRICTED}
+    )
+    url = f"/api/v1/review/sessions/{started['id']}"
+    state = person.get(url).json()
+    assert (state["total"], state["remaining"]) == (2, 2)
+    assert state["next_card"]["memory"] != first
+    while state["next_card"]:
+        state = person.post(
+            f"{url}/grade", {"card": state["next_card"]["id"], "grade": "easy"}, format="json"
+        ).json()
+    assert (state["status"], state["done"], state["remaining"]) == ("finished", 2, 0)
+
+
+def test_a_session_of_hidden_cards_only_is_missing_for_a_lower_token(high, low, namespace, mixed):
+    _, secret = mixed
+    study = high.post(
+        "/api/v1/review/sessions", {"namespace": namespace.slug, "deck": SECRET_DECK}, format="json"
+    ).json()
+    cram = high.post(
+        "/api/v1/review/cram", {"namespace": namespace.slug, "deck": SECRET_DECK}, format="json"
+    ).json()
+    assert study["total"] == cram["total"] == 1
+    card = Card.objects.get(memory=secret).pk
+    responses = [
+        low.get(f"/api/v1/review/sessions/{study['id']}"),
+        low.post(
+            f"/api/v1/review/sessions/{study['id']}/grade",
+            {"card": card, "grade": 4},
+            format="json",
+        ),
+        low.post(f"/api/v1/review/sessions/{study['id']}/finish"),
+        low.get(f"/api/v1/review/cram/{cram['id']}"),
+        low.post(
+            f"/api/v1/review/cram/{cram['id']}/answer",
+            {"card": card, "correct": True},
+            format="json",
+        ),
+        low.post(f"/api/v1/review/cram/{cram['id']}/finish"),
+    ]
+    assert [r.status_code for r in responses] == [404] * 6
+    assert_nothing_secret([r.content for r in responses])
+    assert StudySession.objects.filter(status="active").count() == 2
+    # An empty session holds nothing hidden: any caller of the person may open it.
+    empty = high.post(
+        "/api/v1/review/sessions", {"namespace": namespace.slug, "deck": "nothing"}, format="json"
+    ).json()
+    assert low.get(f"/api/v1/review/sessions/{empty['id']}").json()["total"] == 0
+
+
+def test_statistics_and_queue_of_a_lower_token_leave_hidden_cards_out(high, low, namespace, mixed):
+    _, secret = mixed
+    # Hidden cards use up no part of the lower token's daily new-card budget.
+    Namespace.objects.filter(pk=namespace.pk).update(new_cards_per_day=2)
+    also_facts = services.memory_create(
+        namespace=namespace,
+        content=SECRET_TEXT + " (facts)",
+        topic="facts",
+        classification=Classification.RESTRICTED,
+    )
+    for memory in (secret, also_facts):
+        high.post(
+            f"/api/v1/review/cards/{Card.objects.get(memory=memory).pk}/grade",
+            {"grade": 5},
+            format="json",
+        )
+    stats = low.get("/api/v1/review/stats", {"namespace": namespace.slug})
+    queue = low.get("/api/v1/review/queue", {"namespace": namespace.slug})
+    body = stats.json()
+    assert (body["total"], body["new"], body["new_available_today"], body["reviews"]) == (
+        2,
+        2,
+        2,
+        0,
+    )
+    assert [d["deck"] for d in body["decks"]] == ["facts"]
+    assert body["decks"][0]["new_available_today"] == 2
+    assert len(queue.json()["new"]) == 2
+    assert_nothing_secret([stats.content, queue.content])
+
+
+# --- Errors ------------------------------------------------------------------------------
+
+
+def test_a_conflict_reports_the_version_the_card_has_now(person, namespace, deck, monkeypatch):
+    from review import services as review_services
+
+    card = Card.objects.get(memory=deck[0])
+    real = review_services.scheduler_for
+
+    def racing(namespace):
+        # Another grade commits between this grade's read and its guarded UPDATE.
+        Card.objects.filter(pk=card.pk).update(version=F("version") + 1)
+        return real(namespace)
+
+    monkeypatch.setattr(review_services, "scheduler_for", racing)
+    direct = person.post(
+        f"/api/v1/review/cards/{card.pk}/grade", {"grade": "good", "version": 0}, format="json"
+    )
+    session = person.post(
+        "/api/v1/review/sessions", {"namespace": namespace.slug}, format="json"
+    ).json()
+    in_session = person.post(
+        f"/api/v1/review/sessions/{session['id']}/grade",
+        {"card": card.pk, "grade": "good", "version": 0},
+        format="json",
+    )
+    for response in (direct, in_session):
+        assert response.status_code == 409
+        error = response.json()["error"]
+        assert "it is now at version 1)" in error["message"], error
+        assert error["fields"] == {"version": [error["message"]]}
+
+
+def test_review_errors_name_the_field_the_client_sent(person, namespace, deck, user):
+    unknown = person.post(
+        "/api/v1/review/cram", {"namespace": namespace.slug, "cards": [999999]}, format="json"
+    )
+    assert unknown.status_code == 400
+    assert list(unknown.json()["error"]["fields"]) == ["cards"]
+    empty_deck = person.post(
+        "/api/v1/review/cram", {"namespace": namespace.slug, "deck": "none"}, format="json"
+    )
+    assert list(empty_deck.json()["error"]["fields"]) == ["deck"]
+    bare = services.namespace_create(owner=user, name="Bare")
+    empty_namespace = person.post("/api/v1/review/cram", {"namespace": bare.slug}, format="json")
+    assert list(empty_namespace.json()["error"]["fields"]) == ["namespace"]
+    # A finished session is the object in the URL, not a field of the body.
+    session = person.post(
+        "/api/v1/review/sessions", {"namespace": namespace.slug}, format="json"
+    ).json()
+    person.post(f"/api/v1/review/sessions/{session['id']}/finish")
+    card = Card.objects.get(memory=deck[0])
+    finished = person.post(
+        f"/api/v1/review/sessions/{session['id']}/grade",
+        {"card": card.pk, "grade": 4},
+        format="json",
+    )
+    assert finished.status_code == 409 and "fields" not in finished.json()["error"]
+    nothing = person.post(f"/api/v1/review/cards/{card.pk}/undo")
+    assert nothing.status_code == 409 and "fields" not in nothing.json()["error"]

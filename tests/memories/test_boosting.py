@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -146,3 +147,55 @@ def test_it_leaves_other_touches_to_the_ordinary_boost(cold, via_association):
     )
 
     assert result == Reactivation(stability=0.3, cold=cold)
+
+
+# --- NaN and infinities are refused, not mapped to a plausible number (issue 13) -------
+
+NOT_FINITE = [math.nan, math.inf, -math.inf]
+
+
+@pytest.mark.parametrize("days", NOT_FINITE)
+def test_it_refuses_a_non_finite_gap(days):
+    # Before: NaN days earned the full 2.0 multiplier.
+    with pytest.raises(ValueError, match="days_since_last_access must be a finite number"):
+        spaced_rep_factor(days, CONFIG)
+
+
+@pytest.mark.parametrize("stability", NOT_FINITE)
+def test_it_refuses_a_non_finite_stability_when_boosting(stability):
+    # Before: min(cap, NaN + boost) returned the cap, a NaN memory became fully stable.
+    with pytest.raises(ValueError, match="stability must be a finite number"):
+        boosted_stability(
+            stability=stability, last_accessed_at=None, now=NOW, direct=True, config=CONFIG
+        )
+
+
+@pytest.mark.parametrize("stability", NOT_FINITE)
+def test_it_refuses_a_non_finite_stability_when_promoting(stability):
+    with pytest.raises(ValueError, match="stability must be a finite number"):
+        should_promote_to_core(
+            session_ids=["a", "b", "c"], access_count=9, stability=stability, rule=RULE
+        )
+
+
+@pytest.mark.parametrize("score", NOT_FINITE)
+def test_it_refuses_a_non_finite_score_when_moving_to_cold(score):
+    # Before: NaN <= floor is False, so a NaN-scored memory never went cold.
+    with pytest.raises(ValueError, match="score must be a finite number"):
+        should_move_to_cold(tier="long_term", score=score)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "direct_boost",
+        "associative_boost",
+        "max_spaced_rep_multiplier",
+        "spaced_rep_interval_days",
+        "max_stability",
+    ],
+)
+@pytest.mark.parametrize("value", NOT_FINITE)
+def test_it_refuses_a_non_finite_boost_config(field, value):
+    with pytest.raises(ValueError, match=f"{field} must be a finite number"):
+        BoostConfig(**{field: value})

@@ -14,11 +14,13 @@ from memories.decay import (
     decay_curve,
     decay_factor,
     decay_score,
+    decay_score_after,
     half_life_to_lambda,
     in_danger_zone,
     lambda_to_half_life,
     parabola_boost,
     power_law_t0_seconds,
+    require_finite,
     review_priority,
     should_forget,
     should_promote,
@@ -239,3 +241,72 @@ def test_it_never_falls_as_use_count_grows(params, elapsed, a, b):
 def test_it_keeps_review_priority_and_boost_within_0_and_1(score):
     assert 0.0 <= review_priority(score, THRESHOLDS) <= 1.0
     assert 0.0 <= parabola_boost(score, THRESHOLDS) <= 1.0
+
+
+# --- NaN and infinities are refused, not mapped to a plausible number (issue 13) -------
+
+NOT_FINITE = [math.nan, math.inf, -math.inf]
+
+
+@pytest.mark.parametrize("value", NOT_FINITE)
+def test_it_names_the_parameter_that_is_not_finite(value):
+    with pytest.raises(ValueError, match=r"^score must be a finite number, got -?(nan|inf)$"):
+        require_finite("score", value)
+
+
+def test_it_passes_finite_numbers_through():
+    assert require_finite("score", 0.25) == 0.25
+    assert require_finite("count", 3) == 3
+
+
+@pytest.mark.parametrize("model", DECAY_MODELS)
+@pytest.mark.parametrize("dt", NOT_FINITE)
+def test_it_refuses_a_non_finite_age(model, dt):
+    # Before: NaN seconds counted as 0, a memory as fresh as a brand-new one.
+    with pytest.raises(ValueError, match="dt_seconds must be a finite number"):
+        decay_factor(dt, DecayParams(model=model))
+
+
+@pytest.mark.parametrize("strength", NOT_FINITE)
+def test_it_refuses_a_non_finite_strength(strength):
+    with pytest.raises(ValueError, match="strength must be a finite number"):
+        decay_score_after(use_count=1, dt_seconds=DAY, strength=strength, params=EXPONENTIAL)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        lambda score: should_promote(score=score, uses_in_window=0, thresholds=THRESHOLDS),
+        lambda score: should_forget(score=score, tier="short_term", thresholds=THRESHOLDS),
+        lambda score: in_danger_zone(score, THRESHOLDS),
+        lambda score: review_priority(score, THRESHOLDS),
+        lambda score: parabola_boost(score, THRESHOLDS),
+    ],
+    ids=["should_promote", "should_forget", "in_danger_zone", "review_priority", "parabola_boost"],
+)
+@pytest.mark.parametrize("score", NOT_FINITE)
+def test_it_refuses_a_non_finite_score(check, score):
+    # Before: every comparison with NaN is False, so a NaN score was never forgotten,
+    # promoted or flagged, and parabola_boost clamped it to 0.
+    with pytest.raises(ValueError, match="score must be a finite number"):
+        check(score)
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["half_life_days", "beta", "power_alpha", "fast_half_life_days", "slow_half_life_days"]
+    + ["fast_weight"],
+)
+@pytest.mark.parametrize("value", NOT_FINITE)
+def test_it_refuses_non_finite_decay_params(field, value):
+    with pytest.raises(ValueError, match=f"{field} must be a finite number"):
+        DecayParams(**{field: value})
+
+
+@pytest.mark.parametrize(
+    "field", ["forget", "danger_min", "danger_max", "promote", "promote_window_days"]
+)
+@pytest.mark.parametrize("value", NOT_FINITE)
+def test_it_refuses_non_finite_thresholds(field, value):
+    with pytest.raises(ValueError, match=f"{field} must be a finite number"):
+        Thresholds(**{field: value})

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -83,3 +85,25 @@ def test_it_returns_a_permutation_of_the_input_ids(raw, lam):
     ranked = mmr_rerank(items, lam=lam)
 
     assert sorted(ranked) == sorted(item[0] for item in items)
+
+
+# --- NaN and infinities are refused, not mapped to a plausible number (issue 13) -------
+
+NOT_FINITE = [math.nan, math.inf, -math.inf]
+
+
+@pytest.mark.parametrize("lam", NOT_FINITE)
+def test_it_refuses_a_non_finite_lambda(lam):
+    items = [(1, 0.9, "alpha"), (2, 0.8, "beta")]
+
+    with pytest.raises(ValueError, match="lam must be a finite number"):
+        mmr_rerank(items, lam=lam)
+
+
+@pytest.mark.parametrize("score", NOT_FINITE)
+def test_it_refuses_a_non_finite_score(score):
+    # Before: NaN compares False with everything, so max() kept whichever item it met first.
+    items = [(1, 0.9, "alpha"), (2, score, "beta"), (3, 0.5, "gamma")]
+
+    with pytest.raises(ValueError, match="score of item 2 must be a finite number"):
+        mmr_rerank(items)

@@ -219,3 +219,39 @@ def test_it_weights_rankings_and_ignores_repeats_within_one():
 
     assert fused == pytest.approx({1: 1 / 11, 2: 1 / 13 + 3 / 11})
     assert list(fused) == [2, 1]
+
+
+# --- NaN and infinities are refused, not mapped to a plausible number (issue 13) -------
+
+NOT_FINITE = [math.nan, math.inf, -math.inf]
+
+
+@pytest.mark.parametrize(
+    "field", ["bm25", "emotion_score", "relevance_score", "trust", "credibility", "age_days"]
+)
+@pytest.mark.parametrize("value", NOT_FINITE)
+def test_it_refuses_a_non_finite_fts_input(field, value):
+    # Before: a NaN age counted as brand new, a NaN credibility or relevance as no
+    # factor, and the rest made the score itself NaN.
+    with pytest.raises(ValueError, match=f"{field} must be a finite number"):
+        fts_score(**{**BASE, field: value})
+
+
+@pytest.mark.parametrize("value", NOT_FINITE)
+def test_it_refuses_a_non_finite_emotion_tiebreak(value):
+    # Before: min(0.10, NaN) gave the full 0.10 tie-break.
+    with pytest.raises(ValueError, match="emotion_score must be a finite number"):
+        emotion_tiebreak(value)
+
+
+@pytest.mark.parametrize("field", ["decay_days", "decay_floor", "emotion_boost"])
+@pytest.mark.parametrize("value", NOT_FINITE)
+def test_it_refuses_a_non_finite_scoring_config(field, value):
+    with pytest.raises(ValueError, match=f"{field} must be a finite number"):
+        RecallScoringConfig(**{field: value})
+
+
+@pytest.mark.parametrize("weight", NOT_FINITE)
+def test_it_refuses_a_non_finite_fusion_weight(weight):
+    with pytest.raises(ValueError, match=r"weights\['fts'\] must be a finite number"):
+        reciprocal_rank_fusion({"fts": [1, 2]}, weights={"fts": weight})

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 
 from memories import services as memory_services
-from memories.models import Memory, MemoryEvent
+from memories.models import Classification, Memory, MemoryEvent
 from review.models import Card, ReviewLog
 from review.selectors import cram_score
 from review.services import (
@@ -83,7 +83,7 @@ def test_it_refuses_cards_of_another_namespace_or_an_empty_deck(decks, study_ns,
     with pytest.raises(InvalidRequest):
         cram_start(namespace=study_ns, deck="history", now=NOW)
 
-    assert error.value.field == "card_ids"
+    assert error.value.field == "cards"
     assert str(their_card.pk) in error.value.message
 
 
@@ -98,7 +98,7 @@ def test_it_never_changes_scheduling_state(decks, study_ns, user):
     session = cram_start(namespace=study_ns, user=user, seed=3, now=NOW)
     for position, item in enumerate(session.items.order_by("position")):
         cram_answer(session=session, card=item.card_id, correct=position % 3 != 0, now=NOW)
-    cram_finish(session=session, now=NOW)
+    cram_finish(session=session, ceiling=None, now=NOW)
 
     assert raw_rows(Card._meta.db_table) == cards_before
     assert raw_rows(Memory._meta.db_table) == memories_before
@@ -113,7 +113,7 @@ def test_it_scores_correct_out_of_answered_per_deck(decks, study_ns):
     for card_id, correct in answers.items():
         cram_answer(session=session, card=card_id, correct=correct, now=NOW)
 
-    score = cram_finish(session=session, now=NOW + timedelta(minutes=3))
+    score = cram_finish(session=session, ceiling=None, now=NOW + timedelta(minutes=3))
 
     assert (score.overall.correct, score.overall.answered, score.overall.total) == (2, 4, 6)
     assert str(score.overall) == "2/4"
@@ -127,8 +127,8 @@ def test_it_scores_correct_out_of_answered_per_deck(decks, study_ns):
     item = session.items.get(card=geo[1])
     assert (item.correct, item.done, item.answered_at) == (False, True, NOW)
     # Finishing again only repeats the score.
-    assert cram_finish(session=session, now=NOW + timedelta(hours=1)) == score
-    assert cram_score(session=session) == score
+    assert cram_finish(session=session, ceiling=None, now=NOW + timedelta(hours=1)) == score
+    assert cram_score(session=session, ceiling=None) == score
 
 
 def test_it_records_each_answer_once_and_only_while_the_session_runs(decks, study_ns):
@@ -140,7 +140,7 @@ def test_it_records_each_answer_once_and_only_while_the_session_runs(decks, stud
         cram_answer(session=session, card=math[0], correct=False, now=NOW)
     with pytest.raises(CardNotInSession):
         cram_answer(session=session, card=geo[0], correct=True, now=NOW)
-    cram_finish(session=session, now=NOW)
+    cram_finish(session=session, ceiling=None, now=NOW)
     with pytest.raises(SessionFinished):
         cram_answer(session=session, card=math[1], correct=True, now=NOW)
 
@@ -153,10 +153,27 @@ def test_it_keeps_cram_and_study_sessions_apart(decks, study_ns):
     with pytest.raises(InvalidRequest):
         cram_answer(session=study, card=decks[0][0], correct=True, now=NOW)
     with pytest.raises(InvalidRequest):
-        cram_finish(session=study, now=NOW)
+        cram_finish(session=study, ceiling=None, now=NOW)
 
 
 def test_it_samples_at_most_the_limit(decks, study_ns):
     session = cram_start(namespace=study_ns, limit=3, seed=5, now=NOW)
 
     assert session.items.count() == 3
+
+
+def test_it_scores_only_the_cards_within_the_callers_ceiling(decks, study_ns):
+    geo, math = decks
+    session = cram_start(namespace=study_ns, now=NOW)
+    for card in (*geo, *math):
+        cram_answer(session=session, card=card, correct=True, now=NOW)
+    Memory.objects.filter(pk__in=[c.memory_id for c in math]).update(
+        classification=Classification.RESTRICTED
+    )
+
+    low = cram_finish(session=session, ceiling=Classification.INTERNAL, now=NOW)
+    full = cram_score(session=session, ceiling=None)
+
+    assert (low.overall.correct, low.overall.answered, low.overall.total) == (4, 4, 4)
+    assert list(low.decks) == ["geo"]
+    assert (full.overall.total, list(full.decks)) == (6, ["geo", "math"])

@@ -6,6 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from memories import services as memory_services
+from memories.models import Classification, Memory
 from review.bench import build_namespace, drop_namespace
 from review.models import Card
 from review.selectors import (
@@ -159,6 +160,24 @@ def test_it_counts_new_cards_already_introduced_today(make_card, study_ns):
     stats = {s.deck: s for s in deck_statistics(namespace=study_ns, tz=TZ, now=NOW)}
     assert stats["geo"].new == 5
     assert stats["geo"].new_available_today == 3
+
+
+def test_it_leaves_hidden_cards_out_of_a_lower_callers_new_card_budget(make_card, study_ns):
+    geo_new = [make_card(f"geo {i}", topic="geo") for i in range(7)]
+    Memory.objects.filter(pk__in=[c.memory_id for c in geo_new[:2]]).update(
+        classification=Classification.RESTRICTED
+    )
+    for card in geo_new[:2]:
+        card_grade(card=card, grade=4, source="human", now=NOW - timedelta(hours=1))
+
+    low = review_queue(namespace=study_ns, tz=TZ, now=NOW, ceiling=Classification.INTERNAL)
+    full = review_queue(namespace=study_ns, tz=TZ, now=NOW)
+
+    # The lower caller cannot tell that two hidden geo cards were studied today.
+    assert ids(low.new) == [c.pk for c in geo_new[2:7]]
+    assert ids(full.new) == [c.pk for c in geo_new[2:5]]
+    stats = deck_statistics(namespace=study_ns, tz=TZ, now=NOW, ceiling=Classification.INTERNAL)
+    assert [(s.deck, s.new, s.new_available_today) for s in stats] == [("geo", 5, 5)]
 
 
 def test_it_counts_new_cards_introduced_yesterday_in_the_users_day(make_card, study_ns):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -14,7 +15,7 @@ from review.schedulers import (
     SM2Scheduler,
     get_scheduler,
 )
-from review.sm2 import Button, SM2Config
+from review.sm2 import LATEST_DUE, Button, SM2Config
 
 NOW = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 BUTTONS = (Button.AGAIN, Button.HARD, Button.GOOD, Button.EASY)
@@ -177,3 +178,68 @@ def test_it_refuses_naive_datetimes_for_fsrs():
 def test_it_refuses_unknown_scheduler_names():
     with pytest.raises(ValueError):
         get_scheduler("leitner", sm2_config=SM2Config(), desired_retention=0.9)
+
+
+# --- No overflow, no NaN (issue 13) ----------------------------------------------------
+
+
+def test_it_caps_the_interval_over_many_easy_grades(scheduler):
+    # SM-2 used to overflow the calendar on the 17th pass; FSRS caps at 36,500 days itself.
+    state = scheduler.initial_state()
+    for _ in range(60):
+        state = scheduler.grade(state, 5, now=NOW)
+        assert 1 <= state.interval_days <= 36_500
+        assert NOW < state.next_review <= NOW + timedelta(days=36_500)
+
+
+def test_it_holds_due_dates_at_the_end_of_the_calendar(scheduler):
+    # Graded on each due date, a card reaches year 9999; its due date stays storable there.
+    state = scheduler.initial_state()
+    now = NOW
+    for _ in range(200):
+        state = scheduler.grade(state, 5, now=now)
+        assert now <= state.next_review <= LATEST_DUE
+        scheduler.preview(state, now=now)
+        now = state.next_review
+
+    assert state.next_review == LATEST_DUE
+
+
+def test_it_refuses_to_grade_after_the_last_storable_instant(scheduler):
+    with pytest.raises(ValueError, match="now must be no later than"):
+        scheduler.grade(scheduler.initial_state(), 5, now=LATEST_DUE + timedelta(hours=1))
+
+
+@pytest.mark.parametrize("easiness", [math.nan, math.inf, -math.inf])
+def test_it_refuses_a_non_finite_sm2_easiness(easiness):
+    scheduler = SM2Scheduler(SM2Config())
+    state = CardState(easiness=easiness, interval_days=6, repetitions=1, next_review=NOW)
+
+    with pytest.raises(ValueError, match="easiness must be a finite number"):
+        scheduler.grade(state, 4, now=NOW)
+    with pytest.raises(ValueError, match="easiness must be a finite number"):
+        scheduler.priority(state, NOW)
+
+
+@pytest.mark.parametrize("name", ["stability", "difficulty"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_it_refuses_a_non_finite_fsrs_memory_state(name, value):
+    scheduler = FSRSScheduler()
+    reviewed = scheduler.grade(CardState(), 5, now=NOW)
+    state = CardState.from_dict({**reviewed.to_dict(), "fsrs": {**reviewed.fsrs, name: value}})
+    later = NOW + timedelta(days=3)
+    message = f"fsrs {name} must be a finite number"
+
+    # Before: a NaN stability gave priority 0.0 (retrievability NaN, clamped).
+    with pytest.raises(ValueError, match=message):
+        scheduler.priority(state, later)
+    with pytest.raises(ValueError, match=message):
+        scheduler.grade(state, 4, now=later)
+    with pytest.raises(ValueError, match=message):
+        scheduler.preview(state, now=later)
+
+
+@pytest.mark.parametrize("retention", [math.nan, math.inf, -math.inf, 0.0, 1.0])
+def test_it_refuses_a_desired_retention_outside_0_and_1(retention):
+    with pytest.raises(ValueError, match="desired_retention"):
+        FSRSScheduler(retention)

@@ -8,6 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from review.sm2 import (
+    DEFAULT_MAX_INTERVAL_DAYS,
+    LATEST_DUE,
     Button,
     SM2Config,
     SM2State,
@@ -201,3 +203,122 @@ def test_it_previews_non_decreasing_intervals_by_button(sequence):
 
     values = [preview[b] for b in (Button.AGAIN, Button.HARD, Button.GOOD, Button.EASY)]
     assert values == sorted(values)
+
+
+# --- The interval cap: no sequence of grades overflows the calendar (issue 13) ---------
+
+# Up to 200 grades: any history, then a run of passes, the run that grows the interval
+# (about 90 at the cap reach year 9999). The run's length is drawn first: hypothesis
+# keeps plain lists short.
+long_histories = st.tuples(
+    st.lists(st.integers(min_value=0, max_value=5), max_size=100),
+    st.integers(min_value=0, max_value=100).flatmap(
+        lambda n: st.lists(st.integers(min_value=3, max_value=5), min_size=n, max_size=n)
+    ),
+).map(lambda parts: parts[0] + parts[1])
+
+
+def test_it_caps_the_interval_instead_of_overflowing_on_the_17th_pass():
+    states = run([5] * 20)
+
+    intervals = [s.interval_days for s in states]
+    assert intervals[:11] == [1, 6, 15, 38, 95, 238, 595, 1488, 3720, 9300, 23250]
+    assert intervals[11:] == [DEFAULT_MAX_INTERVAL_DAYS] * 9 == [36_500] * 9
+    assert states[-1].next_review == NOW + timedelta(days=36_500)
+
+
+def test_it_caps_the_interval_at_the_configured_maximum():
+    states = run([5] * 6, SM2Config(max_interval_days=30))
+
+    assert [s.interval_days for s in states] == [1, 6, 15, 30, 30, 30]
+
+
+def test_it_caps_an_oversized_stored_interval():
+    stored = SM2State(easiness=2.5, interval_days=10**12, repetitions=5)
+
+    updated = sm2_update(stored, 5, now=NOW, config=DEFAULT)
+
+    assert updated.interval_days == 36_500
+
+
+@pytest.mark.parametrize("cap", [0, -1, 1.5, math.nan, math.inf, True, None])
+def test_it_refuses_an_interval_cap_that_is_not_a_positive_int(cap):
+    with pytest.raises(ValueError, match="max_interval_days"):
+        SM2Config(max_interval_days=cap)
+
+
+@given(long_histories, st.integers(min_value=1, max_value=DEFAULT_MAX_INTERVAL_DAYS))
+def test_it_never_raises_or_passes_the_cap_along_any_grades(sequence, cap):
+    config = SM2Config(max_interval_days=cap)
+    state = SM2State()
+    for grade in sequence:
+        state = sm2_update(state, grade, now=NOW, config=config)
+        assert 1 <= state.interval_days <= cap
+        assert state.next_review == NOW + timedelta(days=state.interval_days)
+        assert state.next_review.astimezone(UTC) <= LATEST_DUE
+
+
+@given(long_histories)
+def test_it_holds_due_dates_at_the_end_of_the_calendar_when_graded_as_they_fall_due(sequence):
+    # Each grade lands on the due date, so a long run of passes walks past year 9999.
+    state = SM2State()
+    now = NOW
+    for grade in sequence:
+        state = sm2_update(state, grade, now=now, config=DEFAULT)
+        assert now <= state.next_review <= LATEST_DUE
+        now = state.next_review
+
+
+def test_it_holds_next_review_at_the_last_storable_instant():
+    late = datetime(9999, 1, 1, tzinfo=UTC)
+    seasoned = SM2State(easiness=2.5, interval_days=1000, repetitions=5)
+
+    updated = sm2_update(seasoned, 5, now=late, config=DEFAULT)
+
+    assert updated.interval_days == 2500
+    assert updated.next_review == LATEST_DUE == datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def test_it_holds_naive_datetimes_at_the_same_wall_clock_instant():
+    seasoned = SM2State(easiness=2.5, interval_days=1000, repetitions=5)
+
+    updated = sm2_update(seasoned, 5, now=datetime(9999, 1, 1), config=DEFAULT)
+
+    assert updated.next_review == datetime(9999, 12, 30)
+
+
+def test_it_refuses_a_now_past_the_last_storable_instant():
+    with pytest.raises(ValueError, match="now must be no later than"):
+        sm2_update(SM2State(), 5, now=datetime(9999, 12, 31, tzinfo=UTC), config=DEFAULT)
+
+
+# --- NaN and infinities are refused, not mapped to a plausible number -----------------
+
+NOT_FINITE = [math.nan, math.inf, -math.inf]
+
+
+@pytest.mark.parametrize("easiness", NOT_FINITE)
+@pytest.mark.parametrize("repetitions", [0, 1, 2])
+@pytest.mark.parametrize("quality", [1, 5])
+def test_it_refuses_a_non_finite_easiness_when_grading(easiness, repetitions, quality):
+    # Before: NaN came out as EF 1.3 (or an unnamed ceil() error from the third pass on).
+    state = SM2State(easiness=easiness, interval_days=6, repetitions=repetitions)
+
+    with pytest.raises(ValueError, match=r"easiness must be a finite number, got -?(nan|inf)"):
+        sm2_update(state, quality, now=NOW, config=DEFAULT)
+
+
+@pytest.mark.parametrize("easiness", NOT_FINITE)
+def test_it_refuses_a_non_finite_easiness_in_priority(easiness):
+    # Before: NaN gave a low-EF term of 0, ranking the card as the easiest there is.
+    state = SM2State(easiness=easiness, next_review=NOW)
+
+    with pytest.raises(ValueError, match="easiness must be a finite number"):
+        priority_score(state, NOW)
+
+
+@pytest.mark.parametrize("bound", ["ef_floor", "ef_ceiling"])
+@pytest.mark.parametrize("value", NOT_FINITE)
+def test_it_refuses_non_finite_easiness_bounds(bound, value):
+    with pytest.raises(ValueError, match=f"{bound} must be a finite number"):
+        SM2Config(**{bound: value})

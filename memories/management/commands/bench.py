@@ -43,6 +43,8 @@ from memories.models import Classification, Memory, Namespace
 from memories.services import token_create, token_revoke
 
 PARTS = ("ingest", "recall", "queue", "sweep", "size")  # --only plot: just redraw --plot
+# Asked for by name only (--only import): a large import through gunicorn and the worker.
+EXTRA_PARTS = ("import",)
 LOAD_CONCURRENCY = (1, 8, 32)
 Row = tuple[str, str, str, str]  # section, measure, value, unit
 
@@ -172,6 +174,12 @@ class Command(BaseCommand):
         parser.add_argument("--load-seconds", type=int, default=10, help="Per wrk run (10).")
         parser.add_argument("--rebuild", action="store_true", help="Rebuild the corpus.")
         parser.add_argument(
+            "--import-mb",
+            type=float,
+            default=45,
+            help="Size of the file --only import imports (45 MB; at most API_IMPORT_MAX_BYTES).",
+        )
+        parser.add_argument(
             "--save-dir",
             default="",
             help="Save the run's table as JSON in this folder (make bench: var/bench).",
@@ -195,9 +203,10 @@ class Command(BaseCommand):
             self._plot(options["save_dir"], options["plot"])
             return
         only = {part.strip() for part in options["only"].split(",") if part.strip()}
-        unknown = only - set(PARTS)
+        unknown = only - set(PARTS) - set(EXTRA_PARTS)
         if unknown:
-            raise CommandError(f"Unknown parts {sorted(unknown)}; use any of {', '.join(PARTS)}.")
+            names = ", ".join(PARTS + EXTRA_PARTS)
+            raise CommandError(f"Unknown parts {sorted(unknown)}; use any of {names}.")
         if options["size"] < 10:
             raise CommandError("--size must be at least 10.")
         if not 1 <= options["namespaces"] <= options["size"] // 10:
@@ -229,8 +238,8 @@ class Command(BaseCommand):
                 )
             )
         server = None
-        token, secret = None, ""
-        if not options["no_http"] and (only & {"ingest", "recall"} or options["load"]):
+        token, secret, redis_url = None, "", ""
+        if not options["no_http"] and (only & {"ingest", "recall", "import"} or options["load"]):
             # The API throttle counts in the database cache; the server needs its table.
             call_command("createcachetable", stdout=StringIO())
             self._progress("  starting gunicorn ...")
@@ -259,6 +268,8 @@ class Command(BaseCommand):
                 rows += self._sweep(namespace)
             if "size" in only:
                 rows += self._size()
+            if "import" in only and server:
+                rows += self._import(namespace, server, secret, options["import_mb"], redis_url)
             if options["load"] and server:
                 rows += self._load(namespace, server, secret, options["load_seconds"])
         finally:
@@ -316,6 +327,77 @@ class Command(BaseCommand):
         self._progress(f"  plot of {len(runs)} saved runs written to {target}")
 
     # --- Helpers ---------------------------------------------------------------------
+
+    def _import(
+        self, namespace: Namespace, server: Server, secret: str, megabytes: float, redis_url: str
+    ) -> list[Row]:
+        """The corpus exported over HTTP, copied (new ids) to `megabytes`, imported over
+        HTTP into the scratch namespace by the worker; the upload and the job timed."""
+        status, _, export = server.request(
+            "GET", f"/api/v1/namespaces/{namespace.slug}/export", token=secret
+        )
+        if status != 200:
+            raise CommandError(f"export answered {status}: {export[:300]!r}")
+        body = import_file(export, int(megabytes * 1024 * 1024))
+        if len(body) > settings.API_IMPORT_MAX_BYTES:
+            raise CommandError("--import-mb is over API_IMPORT_MAX_BYTES.")
+        scratch = bench_corpus.scratch_namespace()
+        worker = subprocess.Popen(
+            [sys.executable, "manage.py", "qcluster"],
+            cwd=settings.BASE_DIR,
+            env={**os.environ, "DATABASE_URL": self._database_url(), "REDIS_URL": redis_url},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            self._progress(f"  importing {len(body) / 1e6:.1f} MB ...")
+            started = time.perf_counter()
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+            conn.request(
+                "POST",
+                f"/api/v1/namespaces/{scratch.slug}/import",
+                body=body,
+                headers={
+                    "Authorization": f"Bearer {secret}",
+                    "Content-Type": "application/x-ndjson",
+                },
+            )
+            response = conn.getresponse()
+            answer = json.loads(response.read() or b"{}")
+            conn.close()
+            uploaded = time.perf_counter() - started
+            if response.status == 201:
+                state = {"status": "ok", "counts": answer["counts"]}
+            elif response.status == 202:
+                path = answer["url"].split(str(server.port), 1)[1]
+                while True:
+                    time.sleep(0.5)
+                    _, _, raw = server.request("GET", path, token=secret)
+                    state = json.loads(raw)
+                    if state["status"] != "running":
+                        break
+            else:
+                raise CommandError(f"import answered {response.status}: {answer}")
+            total = time.perf_counter() - started
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+        if state["status"] != "ok":
+            raise CommandError(f"the import failed: {state}")
+        memories = state["counts"]["memory"]
+        megabytes = len(body) / 1e6
+        bench_corpus.scratch_namespace()  # emptied again
+        return [
+            ("import", "file", f"{megabytes:.1f}", f"MB, {memories:,} memories"),
+            ("import", "upload answered", f"{uploaded:.1f}", f"s (HTTP {response.status})"),
+            ("import", "until done", f"{total:.1f}", "s"),
+            (
+                "import",
+                "rate",
+                f"{megabytes / total:.2f}",
+                f"MB/s, {memories / total:,.0f} memories/s",
+            ),
+        ]
 
     def _progress(self, message: str) -> None:
         self.stderr.write(message)
@@ -681,3 +763,37 @@ done = function(summary, latency, requests)
     latency:percentile(50), latency:percentile(95), latency:percentile(99)))
 end
 """
+
+
+# Export records that refer to memories by id, and the fields that do.
+_MEMORY_REFERENCES = {
+    "memory": ("id",),
+    "association": ("source", "target"),
+    "card": ("memory",),
+    "review_log": ("memory",),
+    "event": ("memory",),
+}
+
+
+def import_file(export: bytes, size: int) -> bytes:
+    """An import file of about `size` bytes: the export, plus copies of its memories (with
+    their links, cards, logs and history) under new ids until the size is reached.
+    Entities, relations and digests appear once (a namespace holds each only once)."""
+    lines = export.decode().splitlines()
+    header, records = lines[0], [json.loads(line) for line in lines[1:-1]]
+    copyable = [r for r in records if r["type"] in _MEMORY_REFERENCES]
+    per_copy = sum(len(json.dumps(r)) + 1 for r in copyable) or 1
+    offset = 1 + max((r["id"] for r in records if r["type"] == "memory"), default=0)
+    out = [header, *lines[1:-1]]
+    written = len(export)
+    copy = 1
+    while written + per_copy <= size:
+        for record in copyable:
+            shifted = dict(record)
+            for field in _MEMORY_REFERENCES[record["type"]]:
+                shifted[field] = record[field] + copy * offset
+            out.append(json.dumps(shifted))
+        written += per_copy
+        copy += 1
+    out.append(json.dumps({"type": "end", "lines": len(out) + 1}))
+    return ("\n".join(out) + "\n").encode()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memories.importer import ImportFailed, namespace_import
 from memories.models import Namespace
-from memories.transfer import ImportFailed, namespace_import
 
 
 class Command(BaseCommand):
@@ -26,7 +26,8 @@ class Command(BaseCommand):
         if ns is None:
             raise CommandError(f"No namespace {namespace!r} (write it as owner/slug).")
         try:
-            with open(file, encoding="utf-8") as lines:
+            # Bytes: the import decodes each line itself, refusing invalid UTF-8 by line.
+            with open(file, "rb") as lines:
                 result = namespace_import(namespace=ns, lines=lines, apply_settings=apply_settings)
         except ImportFailed as exc:
             raise CommandError(f"{file}: {exc}; nothing was imported.") from None

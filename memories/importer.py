@@ -1,0 +1,753 @@
+"""Import of a namespace export (memories.transfer's JSON Lines), all or nothing.
+
+Every line is parsed by config.jsonparse (strict JSON: no NaN or Infinity, no lone
+surrogates, NUL or invalid UTF-8, no deep nesting) and validated by the API's own rules: a
+memory's fields by MemoryCreateInput (plus what only the server writes, with the same
+field classes), the header's namespace settings by NamespaceUpdateInput, cards and review
+logs by their models' fields and check constraints. Every field class is a strict one of
+memories.serializers: JSON types as they are, datetimes and floats within config.bounds.
+A refused line raises ImportFailed naming the line and the field, and nothing is written.
+
+Rows are written set-based, BATCH at a time (memories.bulk: COPY on PostgreSQL, multi-row
+INSERTs on SQLite), each chunk once what it refers to is written; no line costs a query of
+its own. Should the database still refuse a chunk (a check constraint no field rule
+mirrors), the chunk's rows are validated one by one to name the line.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError, models, transaction
+from django.utils import timezone
+from rest_framework import serializers
+
+from config.api import error_body
+from config.jsonparse import JsonInputError, loads
+from memories import import_records as records
+from memories import serializers as s
+from memories import services
+from memories.bulk import insert_new
+from memories.consolidation import content_hash
+from memories.models import (
+    Association,
+    BackgroundRun,
+    Classification,
+    Consolidation,
+    Entity,
+    ImportChunk,
+    Memory,
+    MemoryEvent,
+    Namespace,
+    Relation,
+)
+from memories.text import fold
+from memories.transfer import FORMAT, VERSION
+from review.models import Card, ReviewLog
+
+BATCH = 1000
+
+
+class ImportFailed(Exception):
+    """A refused line: nothing was written. `line` is 1-based; `messages` name the fields."""
+
+    api_status = 400
+    api_code = "invalid_import"
+
+    def __init__(self, line: int, messages: str | Sequence[str]) -> None:
+        self.messages = [messages] if isinstance(messages, str) else list(messages)
+        super().__init__(f"line {line}: " + "; ".join(self.messages))
+        self.line = line
+        self.field = f"line {line}"
+
+
+@dataclass
+class ImportResult:
+    memories: dict[int, int] = field(default_factory=dict)  # old id -> new id
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "counts": self.counts,
+            "memory_ids": {str(old): new for old, new in self.memories.items()},
+        }
+
+
+def messages(detail: Any, path: str = "") -> list[str]:
+    """A DRF or Django error detail as "field.sub: message" strings."""
+    if isinstance(detail, DjangoValidationError):
+        detail = detail.message_dict if hasattr(detail, "error_dict") else detail.messages
+    if isinstance(detail, dict):
+        found: list[str] = []
+        for key, value in detail.items():
+            name = "" if key in ("non_field_errors", "__all__") else str(key)
+            found += messages(value, f"{path}.{name}" if path and name else path or name)
+        return found
+    if isinstance(detail, list | tuple):
+        return [text for item in detail for text in messages(item, path)]
+    return [f"{path}: {detail}" if path else str(detail)]
+
+
+# --- Names, as services.entity_get_or_create and relation_create derive them --------------
+
+
+def entity_key(name: str) -> tuple[str, str]:
+    """(folded key, display name) of an entity name, or ValueError."""
+    display = " ".join(name.split())
+    key = fold(display)
+    if not key:
+        raise ValueError("This field may not be blank.")
+    if len(key) > 200:
+        raise ValueError("At most 200 characters.")
+    return key, display
+
+
+def predicate_key(predicate: str) -> str:
+    key = "_".join(fold(predicate).split())
+    if not key:
+        raise ValueError("This field may not be blank.")
+    if len(key) > Relation._meta.get_field("predicate").max_length:
+        raise ValueError("At most 100 characters once folded.")
+    return key
+
+
+# --- The importer ----------------------------------------------------------------------
+
+
+@dataclass
+class _Entity:
+    line: int
+    display: str
+    kind: str
+    level: int
+    created_at: Any = None
+    pk: int | None = None
+    stored_level: int | None = None  # the level in the database, once written or found
+
+
+class _Importer:
+    def __init__(self, *, namespace: Namespace, ceiling: int, apply_settings: bool) -> None:
+        self.namespace = namespace
+        self.ceiling = ceiling
+        self.default_level = int(Classification.default_for(ceiling))
+        self.apply_settings = apply_settings
+        self.result = ImportResult()
+        self.line = 0
+        self.header = False
+        self.ended = False
+        self.expected_lines: int | None = None
+        self.shapes: dict[type, serializers.Serializer] = {}
+        # Memories: old id -> level of every one seen; old id -> new id once written.
+        self.levels: dict[int, int] = {}
+        self.new_ids = self.result.memories
+        self.memories: list[tuple[int, int, Memory]] = []  # (line, old id, memory)
+        self.dimensions: dict[str, int] = {}  # embedding model -> vector bytes
+        self.links: list[tuple[int, dict]] = []
+        self.pairs: set[tuple[int, int]] = set()
+        self.entities: dict[str, _Entity] = {}
+        self.unwritten: list[str] = []
+        self.found_entities: set[int] = set()  # pks of entities the namespace already had
+        self.relations: list[tuple[int, dict]] = []
+        self.triples: set[tuple[str, str, str, int]] = set()
+        self.digests: list[tuple[int, dict]] = []
+        self.digest_keys: set[tuple] | None = None
+        self.cards: list[tuple[int, int, Card]] = []  # (line, old memory id, card)
+        self.card_of: dict[int, Card] = {}
+        self.logs: list[tuple[int, dict]] = []
+        self.events: list[tuple[int, dict]] = []
+
+    # Validation helpers.
+
+    def refuse(self, *texts: str) -> ImportFailed:
+        return ImportFailed(self.line, texts)
+
+    def valid(self, shape: type[serializers.Serializer], record: dict) -> dict[str, Any]:
+        serializer = self.shapes.get(shape)
+        if serializer is None:
+            serializer = self.shapes[shape] = shape()
+        try:
+            return dict(serializer.run_validation(record))
+        except (serializers.ValidationError, DjangoValidationError) as exc:
+            raise self.refuse(*messages(getattr(exc, "detail", exc))) from None
+
+    def seen(self, old: int, name: str = "memory") -> int:
+        """The level of a memory earlier in the file."""
+        level = self.levels.get(old)
+        if level is None:
+            raise self.refuse(f"{name}: memory {old} is not earlier in the file.")
+        return level
+
+    def level(self, data: dict[str, Any], default: int) -> int:
+        level = data.get("classification", default)
+        if level > self.ceiling:
+            raise self.refuse("classification: Above this token's ceiling.")
+        return level
+
+    # Records.
+
+    def handle(self, record: Any) -> None:
+        if not isinstance(record, dict):
+            raise self.refuse("Each line must be a JSON object.")
+        kind = record.pop("type", None)
+        if self.ended:
+            raise self.refuse("Nothing may follow the end record.")
+        if not self.header and kind != "header":
+            raise self.refuse("type: The first line must be the header record.")
+        handler = getattr(self, f"_{kind}", None) if isinstance(kind, str) else None
+        if handler is None:
+            raise self.refuse(f"type: Unknown record type {kind!r}.")
+        handler(record)
+        if kind not in ("header", "end"):
+            self.result.counts[kind] = self.result.counts.get(kind, 0) + 1
+
+    def _header(self, record: dict[str, Any]) -> None:
+        if self.header:
+            raise self.refuse("type: A second header record.")
+        version = record.get("version")
+        if record.get("format") != FORMAT or type(version) is not int or version != VERSION:
+            raise self.refuse(f"format: Not an {FORMAT} version {VERSION} file.")
+        data = self.valid(records.HeaderRecord, record)
+        self.header = True
+        exported = dict(data.get("namespace") or {})
+        exported.pop("slug", None)  # the exporter's; this namespace keeps its own
+        try:
+            settings = dict(s.NamespaceUpdateInput().run_validation(exported))
+        except serializers.ValidationError as exc:
+            raise self.refuse(*messages(exc.detail, "namespace")) from None
+        settings.pop("name", None)  # this namespace keeps its name too
+        if self.apply_settings and settings:
+            try:
+                services.namespace_update(namespace=self.namespace, changes=settings)
+            except DjangoValidationError as exc:
+                raise self.refuse(*messages(exc, "namespace")) from None
+
+    def _memory(self, record: dict[str, Any]) -> None:
+        data = self.valid(records.MemoryRecord, record)
+        old = data.pop("id")
+        if old in self.levels:
+            raise self.refuse(f"id: Memory {old} appears twice.")
+        level = data["classification"] = self.level(data, self.default_level)
+        if data.get("embedding") is not None and data.get("embedding_model"):
+            self.check_dimensions(data["embedding_model"], len(data["embedding"]))
+        if "created_at" in data:
+            data.setdefault("last_used_at", data["created_at"])
+        memory = services._new_memory(self.namespace, data)
+        try:
+            services._validate(memory, fields=())  # blank text, NUL: the rules every write keeps
+        except DjangoValidationError as exc:
+            raise self.refuse(*messages(exc)) from None
+        services._derive(memory)
+        self.levels[old] = level
+        self.memories.append((self.line, old, memory))
+        if len(self.memories) >= BATCH:
+            self.flush_memories()
+
+    def check_dimensions(self, model: str, size: int) -> None:
+        """Vectors of one embedding model have one length in a namespace."""
+        expected = self.dimensions.get(model)
+        if expected is None:
+            stored = (
+                Memory.objects.filter(namespace=self.namespace, embedding_model=model)
+                .exclude(embedding=None)
+                .values_list("embedding", flat=True)
+                .first()
+            )
+            expected = self.dimensions[model] = size if stored is None else len(stored)
+        if size != expected:
+            raise self.refuse(
+                f"embedding: {size // 4} dimensions, but this namespace's {model} vectors "
+                f"have {expected // 4}."
+            )
+
+    def _association(self, record: dict[str, Any]) -> None:
+        data = self.valid(records.AssociationRecord, record)
+        source, target = data["source"], data["target"]
+        self.seen(source, "source")
+        self.seen(target, "target")
+        if source == target:
+            raise self.refuse("target: A memory cannot be linked to itself.")
+        if (source, target) in self.pairs:
+            raise self.refuse("target: These memories are already linked.")
+        self.pairs.add((source, target))
+        self.links.append((self.line, data))
+        if len(self.links) >= BATCH:
+            self.flush_links()
+
+    def name_entity(self, name: str, field: str, level: int, kind: str = "thing") -> str:
+        """The key of a named entity, noted (or lowered to `level`) for writing."""
+        try:
+            key, display = entity_key(name)
+        except ValueError as exc:
+            raise self.refuse(f"{field}: {exc}") from None
+        entity = self.entities.get(key)
+        if entity is None:
+            self.entities[key] = _Entity(self.line, display, kind, level)
+            self.unwritten.append(key)
+        elif level < entity.level:
+            # As entity_get_or_create: named at a lower level, it is shown at that level,
+            # in that spelling.
+            entity.level, entity.display = level, display
+        return key
+
+    def _entity(self, record: dict[str, Any]) -> None:
+        data = self.valid(records.EntityRecord, record)
+        level = self.level(data, self.default_level)
+        name = data.get("display_name") or data["name"]
+        key = self.name_entity(name, "name", level, data["kind"])
+        if "created_at" in data and self.entities[key].line == self.line:
+            self.entities[key].created_at = data["created_at"]
+
+    def _relation(self, record: dict[str, Any]) -> None:
+        data = self.valid(records.RelationRecord, record)
+        old = data.get("memory")
+        memory_level = None if old is None else self.seen(old)
+        default = self.default_level if memory_level is None else memory_level
+        level = max(self.level(data, default), memory_level or 0)
+        try:
+            predicate = predicate_key(data["predicate"])
+        except ValueError as exc:
+            raise self.refuse(f"predicate: {exc}") from None
+        subject = self.name_entity(data["subject"], "subject", level)
+        obj = self.name_entity(data["object"], "object", level)
+        triple = (subject, predicate, obj, level)
+        if triple in self.triples:
+            raise self.refuse("predicate: This relation already exists.")
+        self.triples.add(triple)
+        data.update(subject=subject, predicate=predicate, object=obj, classification=level)
+        self.relations.append((self.line, data))
+        if len(self.relations) >= BATCH:
+            self.flush_relations()
+
+    def _consolidation(self, record: dict[str, Any]) -> None:
+        data = self.valid(records.ConsolidationRecord, record)
+        ids = data.get("memory_ids", [])
+        levels = [self.seen(old, "memory_ids") for old in ids]
+        # A digest quotes its memories: it is at least as sensitive as the most sensitive.
+        data["classification"] = max(self.level(data, 0), *levels, 0)
+        if data["classification"] > self.ceiling:
+            raise self.refuse("classification: Above this token's ceiling.")
+        if self.digest_keys is None:
+            self.digest_keys = set(
+                Consolidation.objects.filter(namespace=self.namespace).values_list(
+                    "period", "period_start", "topic"
+                )
+            )
+        key = (data["period"], data["period_start"], data.get("topic", ""))
+        if key in self.digest_keys:
+            raise self.refuse("period_start: A digest of this period and topic exists already.")
+        self.digest_keys.add(key)
+        self.digests.append((self.line, data))
+        if len(self.digests) >= BATCH:
+            self.flush_digests()
+
+    def _card(self, record: dict[str, Any]) -> None:
+        data = self.valid(records.CardRecord, record)
+        old = data.pop("memory")
+        self.seen(old)
+        if old in self.card_of:
+            raise self.refuse(f"memory: Memory {old} has a card earlier in the file.")
+        card = Card(namespace=self.namespace, **data)
+        self.card_of[old] = card
+        self.cards.append((self.line, old, card))
+        if len(self.cards) >= BATCH:
+            self.flush_cards()
+
+    def _review_log(self, record: dict[str, Any]) -> None:
+        data = self.valid(records.ReviewLogRecord, record)
+        old = data.pop("memory")
+        self.seen(old)
+        if old not in self.card_of:
+            raise self.refuse("memory: Its card is not earlier in the file.")
+        data["card"] = self.card_of[old]
+        self.logs.append((self.line, data))
+        if len(self.logs) >= BATCH:
+            self.flush_logs()
+
+    def _event(self, record: dict[str, Any]) -> None:
+        data = self.valid(records.EventRecord, record)
+        data["classification"] = self.level(data, self.seen(data["memory"]))
+        self.events.append((self.line, data))
+        if len(self.events) >= BATCH:
+            self.flush_events()
+
+    def _end(self, record: dict[str, Any]) -> None:
+        self.expected_lines = self.valid(records.EndRecord, record)["lines"]
+        self.ended = True
+
+    # Writing, a chunk at a time.
+
+    def write(self, rows: list[tuple[int, models.Model]], *, ids: bool = False) -> None:
+        """INSERT the chunk's rows; a refusal by the database is traced to its line."""
+        if not rows:
+            return
+        objs = [obj for _, obj in rows]
+        try:
+            with transaction.atomic():
+                insert_new(objs, ids=ids)
+        except DatabaseError as exc:
+            model = type(objs[0])
+            relations = [f.name for f in model._meta.concrete_fields if f.is_relation]
+            for line, obj in rows:
+                try:
+                    obj.full_clean(exclude=relations, validate_unique=False)
+                except DjangoValidationError as error:
+                    raise ImportFailed(line, messages(error)) from exc
+            raise ImportFailed(
+                rows[0][0], f"The database refused lines {rows[0][0]} to {rows[-1][0]}: {exc}"
+            ) from exc
+
+    def flush_memories(self) -> None:
+        if not self.memories:
+            return
+        from recall.vectorcodes import write_codes
+
+        self.write([(line, memory) for line, _, memory in self.memories], ids=True)
+        for _, old, memory in self.memories:
+            self.new_ids[old] = memory.pk
+        # Imported vectors get their sign codes, which recall ranks first.
+        write_codes(
+            (memory.pk, memory.namespace_id, memory.embedding_model, memory.embedding)
+            for _, _, memory in self.memories
+            if memory.embedding is not None and memory.embedding_model
+        )
+        self.memories = []
+
+    def flush_links(self) -> None:
+        self.flush_memories()
+        ids = self.new_ids
+        rows = [
+            (
+                line,
+                Association(
+                    namespace=self.namespace,
+                    source_id=ids[data["source"]],
+                    target_id=ids[data["target"]],
+                    weight=data["weight"],
+                    kind=data["kind"],
+                    created_at=data.get("created_at") or timezone.now(),
+                ),
+            )
+            for line, data in self.links
+        ]
+        self.write(rows)
+        self.links = []
+
+    def flush_entities(self) -> None:
+        """Find the namespace's entities of the new names (one query), create the rest."""
+        if not self.unwritten:
+            return
+        keys, self.unwritten = self.unwritten, []
+        found = Entity.objects.filter(namespace=self.namespace, name__in=keys).values_list(
+            "name", "pk", "classification"
+        )
+        for key, pk, level in found:
+            entity = self.entities[key]
+            entity.pk, entity.stored_level = pk, level
+            self.found_entities.add(pk)
+        rows = []
+        for key in keys:
+            entity = self.entities[key]
+            if entity.pk is None:
+                entity.stored_level = entity.level
+                row = Entity(
+                    namespace=self.namespace,
+                    name=key,
+                    display_name=entity.display,
+                    kind=entity.kind,
+                    classification=entity.level,
+                    created_at=entity.created_at or timezone.now(),
+                )
+                rows.append((entity.line, row))
+        self.write(rows, ids=True)
+        for _, row in rows:
+            self.entities[row.name].pk = row.pk
+
+    def flush_relations(self) -> None:
+        self.flush_memories()
+        self.flush_entities()
+        entities, ids = self.entities, self.new_ids
+        if self.found_entities:
+            # Facts the namespace holds already, between entities it already had.
+            known = self.found_entities
+            pending = [
+                (entities[d["subject"]].pk, d["predicate"], entities[d["object"]].pk)
+                for _, d in self.relations
+            ]
+            pending = [p for p in pending if p[0] in known and p[2] in known]
+            existing = set()
+            if pending:
+                existing = set(
+                    Relation.objects.filter(
+                        subject_id__in={p[0] for p in pending},
+                        object_id__in={p[2] for p in pending},
+                    ).values_list("subject_id", "predicate", "object_id", "classification")
+                )
+            for line, d in self.relations:
+                fact = (entities[d["subject"]].pk, d["predicate"], entities[d["object"]].pk)
+                if (*fact, d["classification"]) in existing:
+                    raise ImportFailed(line, "predicate: This relation already exists.")
+        rows = [
+            (
+                line,
+                Relation(
+                    namespace=self.namespace,
+                    subject_id=entities[d["subject"]].pk,
+                    predicate=d["predicate"],
+                    object_id=entities[d["object"]].pk,
+                    memory_id=None if d.get("memory") is None else ids[d["memory"]],
+                    weight=d["weight"],
+                    classification=d["classification"],
+                    created_at=d.get("created_at") or timezone.now(),
+                ),
+            )
+            for line, d in self.relations
+        ]
+        self.write(rows)
+        self.relations = []
+
+    def flush_digests(self) -> None:
+        self.flush_memories()
+        ids = self.new_ids
+        rows = []
+        for line, data in self.digests:
+            data["memory_ids"] = [ids[old] for old in data.get("memory_ids", [])]
+            data["content_hash"] = content_hash(data["text"])
+            rows.append((line, Consolidation(namespace=self.namespace, **data)))
+        self.write(rows)
+        self.digests = []
+
+    def flush_cards(self) -> None:
+        self.flush_memories()
+        for _, old, card in self.cards:
+            card.memory_id = self.new_ids[old]
+        self.write([(line, card) for line, _, card in self.cards], ids=True)
+        self.cards = []
+
+    def flush_logs(self) -> None:
+        self.flush_cards()
+        rows = [(line, ReviewLog(namespace=self.namespace, **data)) for line, data in self.logs]
+        self.write(rows)
+        self.logs = []
+
+    def flush_events(self) -> None:
+        self.flush_memories()
+        ids = self.new_ids
+        rows = []
+        for line, data in self.events:
+            new = ids[data.pop("memory")]
+            data.setdefault("source", "import")
+            data.setdefault("created_at", timezone.now())
+            rows.append(
+                (line, MemoryEvent(namespace=self.namespace, memory_id=new, memory_ref=new, **data))
+            )
+        self.write(rows)
+        self.events = []
+
+    def finish(self) -> None:
+        self.flush_memories()
+        self.flush_links()
+        self.flush_relations()
+        self.flush_entities()  # entities no relation named
+        self.flush_digests()
+        self.flush_cards()
+        self.flush_logs()
+        self.flush_events()
+        # Entities named at a lower level than they were stored at (found in the namespace,
+        # or lowered by a later line): rare, so one UPDATE each.
+        for entity in self.entities.values():
+            if entity.pk is not None and entity.level < entity.stored_level:
+                Entity.objects.filter(pk=entity.pk).update(
+                    classification=entity.level, display_name=entity.display
+                )
+
+
+def namespace_import(
+    *,
+    namespace: Namespace,
+    lines: Iterable[str | bytes],
+    ceiling: int = Classification.RESTRICTED,
+    actor=None,
+    apply_settings: bool = False,
+) -> ImportResult:
+    """Import an export into a namespace, all or nothing; raises ImportFailed naming the line.
+
+    `lines` may be text or bytes (UTF-8, refused when invalid), one JSON object each.
+    """
+    importer = _Importer(namespace=namespace, ceiling=ceiling, apply_settings=apply_settings)
+    number = 0
+    with transaction.atomic():
+        for number, raw in enumerate(lines, start=1):
+            importer.line = number
+            if not raw.strip():
+                raise ImportFailed(number, "An empty line.")
+            try:
+                record = loads(raw)
+            except JsonInputError as exc:
+                raise ImportFailed(number, str(exc)) from None
+            importer.handle(record)
+        if not importer.ended:
+            raise ImportFailed(number + 1, "The file ends without its end record (truncated?).")
+        if importer.expected_lines != number:
+            raise ImportFailed(
+                number,
+                f"lines: The end record counts {importer.expected_lines} lines, "
+                f"the file has {number} (truncated or edited?).",
+            )
+        importer.finish()
+    return importer.result
+
+
+# --- Large imports, in the background --------------------------------------------------
+
+IMPORT_KIND = BackgroundRun.Kind.IMPORT
+# Pieces of a spooled body: large enough that a 200 MB import is 200 rows, small enough
+# that one piece in memory costs nothing.
+SPOOL_PIECE = 1024 * 1024
+SPOOL_BATCH = 8  # pieces per INSERT
+
+
+def import_job_create(
+    *,
+    namespace: Namespace,
+    body: IO[bytes],
+    ceiling: int,
+    apply_settings: bool = False,
+    actor=None,
+) -> BackgroundRun:
+    """Spool an import's body into the database (ImportChunk) and queue its import.
+
+    The run records the job: `counts["request"]` what to do, then what the import did or
+    the line it refused. The spool is in the database, not a local file, so the worker
+    that runs the job may be on another machine.
+    """
+    from memories.tasks import enqueue
+
+    request = {
+        "ceiling": int(ceiling),
+        "apply_settings": apply_settings,
+        "actor": getattr(actor, "pk", None),
+    }
+    with transaction.atomic():
+        run = BackgroundRun.objects.create(
+            kind=IMPORT_KIND, namespace=namespace, counts={"request": request}
+        )
+        pieces: list[ImportChunk] = []
+        position = 0
+        while piece := body.read(SPOOL_PIECE):
+            pieces.append(ImportChunk(run=run, position=position, data=piece))
+            position += 1
+            if len(pieces) == SPOOL_BATCH:
+                ImportChunk.objects.bulk_create(pieces)
+                pieces = []
+        ImportChunk.objects.bulk_create(pieces)
+        enqueue("memories.tasks.namespace_import_job", run.pk)
+    return run
+
+
+def spooled_lines(run_id: int) -> Iterator[bytes]:
+    """The lines of a spooled body, each with its newline, reading one piece at a time."""
+    rest = b""
+    position = -1
+    while True:
+        row = (
+            ImportChunk.objects.filter(run_id=run_id, position__gt=position)
+            .order_by("position")
+            .values_list("position", "data")
+            .first()
+        )
+        if row is None:
+            break
+        position, data = row
+        *lines, rest = (rest + bytes(data)).split(b"\n")
+        for line in lines:
+            yield line + b"\n"
+    if rest:
+        yield rest
+
+
+def import_job_run(*, run_id: int) -> dict[str, Any]:
+    """Run a queued import once, recording its outcome in its run; returns the counts.
+
+    Idempotent: the outcome is written in the import's own transaction, so a retry of a
+    finished job finds it done and does nothing, and a retry after a killed worker finds
+    nothing written and starts again.
+    """
+    try:
+        return _import_job_run(run_id)
+    except Exception:
+        # Recorded so the job answers "failed"; re-raised for django-q2's record. A retry
+        # then finds the run finished.
+        BackgroundRun.objects.filter(pk=run_id, status=BackgroundRun.Status.RUNNING).update(
+            status=BackgroundRun.Status.FAILED,
+            finished_at=timezone.now(),
+            error=traceback.format_exc()[-20_000:],
+        )
+        ImportChunk.objects.filter(run_id=run_id).delete()
+        raise
+
+
+def _import_job_run(run_id: int) -> dict[str, Any]:
+    from django.contrib.auth import get_user_model
+
+    with transaction.atomic():
+        run = (
+            BackgroundRun.objects.select_for_update()
+            .select_related("namespace")
+            .filter(pk=run_id, kind=IMPORT_KIND)
+            .first()
+        )
+        if run is None or run.status != BackgroundRun.Status.RUNNING:
+            return {}
+        request = dict(run.counts.get("request") or {})
+        actor = get_user_model().objects.filter(pk=request.get("actor")).first()
+        try:
+            result = namespace_import(
+                namespace=run.namespace,
+                lines=spooled_lines(run.pk),
+                ceiling=request["ceiling"],
+                actor=actor,
+                apply_settings=request["apply_settings"],
+            )
+        except ImportFailed as refused:
+            status, error = BackgroundRun.Status.FAILED, str(refused)
+            counts = {"request": request, "line": refused.line, "messages": refused.messages}
+        else:
+            status, error = BackgroundRun.Status.OK, ""
+            counts = {"request": request, **result.as_dict()["counts"]}
+            counts["memory_ids"] = result.as_dict()["memory_ids"]
+        BackgroundRun.objects.filter(pk=run.pk).update(
+            status=status, error=error, counts=counts, finished_at=timezone.now()
+        )
+    ImportChunk.objects.filter(run_id=run_id).delete()
+    return {key: value for key, value in counts.items() if key != "memory_ids"}
+
+
+def import_job_state(run: BackgroundRun) -> dict[str, Any]:
+    """What GET .../import/{job} answers: status, then the counts or the refused line."""
+    counts = dict(run.counts or {})
+    state: dict[str, Any] = {
+        "job": run.pk,
+        "status": run.status,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+    }
+    if run.status == BackgroundRun.Status.OK:
+        state["counts"] = {
+            key: value
+            for key, value in counts.items()
+            if key not in ("request", "memory_ids", "line", "messages")
+        }
+        state["memory_ids"] = counts.get("memory_ids", {})
+    elif run.status == BackgroundRun.Status.FAILED:
+        line = counts.get("line")
+        if line is None:  # not a refused line: the traceback is the admin's to read
+            body = error_body(500, "server_error", "The import failed; it has been logged.")
+        else:
+            fields = {f"line {line}": counts.get("messages", [])}
+            body = error_body(400, "invalid_import", run.error, fields)
+        state["error"] = body["error"]
+    return state

@@ -1,0 +1,383 @@
+"""No input gets a 5xx: strict JSON, JSON whatever Accept says, database errors (a racing
+duplicate, a broken constraint, an unreachable database, a cancelled statement) answered
+in the JSON error shape. The same over a real server: tests/api/test_server_robustness.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db.models import QuerySet
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from config import jsonparse
+from config.api import exception_handler
+from memories import services
+from memories.models import Association, Namespace
+
+pytestmark = pytest.mark.django_db
+postgres_only = pytest.mark.skipif(
+    "connection.vendor != 'postgresql'", reason="PostgreSQL behaviour"
+)
+
+
+@pytest.fixture
+def writer(user, make_token, api):
+    _, secret = make_token(user)
+    return api(secret)
+
+
+def _post(client, path: str, raw: bytes | str):
+    return client.generic("POST", path, raw, content_type="application/json")
+
+
+# --- Strict JSON bodies -----------------------------------------------------------------
+
+
+def test_a_body_nested_100000_deep_is_a_400(writer, namespace):
+    response = _post(writer, "/api/v1/memories", "[" * 100_000)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "parse_error" and "nested deeper than 64" in error["message"]
+
+
+def test_a_refused_string_names_its_path_in_fields(writer, namespace):
+    items = [{"namespace": "work", "content": f"fact {n}"} for n in range(3)]
+    raw = json.dumps({"memories": items}).replace("fact 2", "fact\\u00002")
+    response = _post(writer, "/api/v1/memories/bulk", raw)
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {
+        "memories.2.content": ["NUL characters are not allowed"]
+    }
+
+
+@pytest.mark.parametrize(
+    "raw, reason",
+    [
+        ('{"namespace": "work", "content": "x", "strength": NaN}', "NaN is not allowed"),
+        ('{"namespace": "work", "content": "x", "strength": 1e999}', "out of range"),
+        (b'{"namespace": "work", "content": "caf\xe9"}', "not valid UTF-8"),
+        ('{"namespace": "work", "content": "\\ud800"}', "lone surrogates"),
+        ('{"namespace": "work", "content": ', "not valid JSON"),
+    ],
+)
+def test_json_the_databases_cannot_hold_is_a_400(writer, namespace, raw, reason):
+    response = _post(writer, "/api/v1/memories", raw)
+    assert response.status_code == 400, response.content
+    assert reason in response.json()["error"]["message"]
+
+
+def test_an_unterminated_string_after_deep_brackets_is_refused_in_linear_time():
+    # The depth check's string pattern used to retry from every quote: 2 s for 24 KB.
+    raw = "[" * 65 + '"' + 'a\\"' * 500_000
+    started = time.perf_counter()
+    with pytest.raises(jsonparse.JsonInputError, match="nested deeper"):
+        jsonparse.loads(raw)
+    assert time.perf_counter() - started < 1.0
+
+
+# --- JSON whatever the Accept header says ------------------------------------------------
+
+
+def _api_routes() -> list[str]:
+    """Every /api/v1/ route of the URLconf, with sample values in its parameters."""
+    routes: list[str] = []
+
+    def walk(patterns, prefix: str) -> None:
+        for entry in patterns:
+            route = prefix + str(entry.pattern)
+            if isinstance(entry, URLResolver):
+                walk(entry.url_patterns, route)
+            elif isinstance(entry, URLPattern) and route.startswith("api/v1/"):
+                routes.append("/" + route)
+
+    walk(get_resolver("config.urls").url_patterns, "")
+    return routes
+
+
+JSON_TYPES = {"application/json", "application/x-ndjson"}
+
+
+def test_every_api_route_answers_json_to_a_client_asking_for_html(writer, make_memory):
+    memory = make_memory()
+    html_pages = {"/api/v1/docs", "/api/v1/redoc", "/api/v1/schema"}
+    routes = _api_routes()
+    assert len(routes) > 30
+    for route in routes:
+        path = re.sub(r"<int:\w+>", str(memory.pk), re.sub(r"<slug:\w+>", "work", route))
+        if path in html_pages:
+            continue
+        for method in ("get", "post", "patch", "delete"):
+            body = {} if method == "get" else {"data": "{}", "content_type": "application/json"}
+            response = getattr(writer, method)(path, **body, HTTP_ACCEPT="text/html")
+            where = f"{method.upper()} {path}: {response.status_code}"
+            assert response.status_code < 500, where
+            if response.status_code == 204:
+                continue
+            # JSON, or the export's JSON Lines: never a page.
+            assert response["Content-Type"].split(";")[0] in JSON_TYPES, where
+            if response.status_code >= 400:
+                assert response["Content-Type"] == "application/json", where
+                assert set(response.json()["error"]) >= {"status", "code", "message"}, where
+
+
+def test_the_docs_pages_still_answer_html(client):
+    for path in ("/api/v1/docs", "/api/v1/redoc"):
+        response = client.get(path, HTTP_ACCEPT="text/html")
+        assert response.status_code == 200
+        assert response["Content-Type"].startswith("text/html")
+    script = client.get("/api/v1/docs?script=")
+    assert script.status_code == 200 and "SwaggerUIBundle" in script.content.decode()
+
+
+# --- Racing duplicates: the sequential answer, never a 500 -------------------------------
+
+
+def _blind_check(monkeypatch, model) -> None:
+    """The services' "already exists?" check on `model` sees nothing, as a racing one does."""
+    exists = QuerySet.exists
+    monkeypatch.setattr(QuerySet, "exists", lambda qs: False if qs.model is model else exists(qs))
+
+
+def test_a_namespace_slipping_past_the_check_gets_the_sequential_answer(user, client, monkeypatch):
+    client.force_login(user)
+    first = client.post("/api/v1/namespaces", {"name": "Shared"}, content_type="application/json")
+    assert first.status_code == 201
+    sequential = client.post(
+        "/api/v1/namespaces", {"name": "Shared"}, content_type="application/json"
+    )
+    assert sequential.status_code == 400
+    assert set(sequential.json()["error"]["fields"]) == {"slug"}
+
+    # A concurrent request's check ran before the first insert committed: it sees nothing.
+    _blind_check(monkeypatch, Namespace)
+    raced = client.post("/api/v1/namespaces", {"name": "Shared"}, content_type="application/json")
+    assert raced.status_code == 400
+    assert raced.json() == sequential.json()
+    assert Namespace.objects.filter(owner=user, slug="shared").count() == 1
+
+
+def test_an_association_slipping_past_the_check_gets_the_sequential_answer(
+    writer, make_memory, monkeypatch
+):
+    a, b = make_memory("first"), make_memory("second")
+    body = {"source": a.pk, "target": b.pk}
+    assert writer.post("/api/v1/associations", body, format="json").status_code == 201
+    sequential = writer.post("/api/v1/associations", body, format="json")
+    assert sequential.status_code == 400
+    _blind_check(monkeypatch, Association)
+    raced = writer.post("/api/v1/associations", body, format="json")
+    assert raced.status_code == 400 and raced.json() == sequential.json()
+    assert raced.json()["error"]["fields"] == {"target": ["These memories are already linked."]}
+
+
+def test_the_service_helper_keeps_the_callers_transaction_usable(user, namespace):
+    taken = "You already have a namespace with this slug."
+    with transaction.atomic():
+        with (
+            pytest.raises(ValidationError, match="already have"),
+            services._unique_or("slug", taken),
+        ):
+            Namespace.objects.create(owner=user, name="Again", slug=namespace.slug)
+        # The savepoint was rolled back, not the transaction: it can go on.
+        assert Namespace.objects.filter(owner=user).count() == 1
+
+
+def _race(call, parties: int = 2) -> list:
+    """Run `call` in `parties` threads at once; each thread's result or exception."""
+    results: list = [None] * parties
+
+    def run(index: int) -> None:
+        try:
+            results[index] = call()
+        except Exception as error:
+            results[index] = error
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(parties)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
+
+
+def _barrier_before(monkeypatch, model, parties: int = 2) -> None:
+    """Hold every caller at model.full_clean (after the duplicate check, before the insert)
+    until all have passed the check: the race, every time."""
+    barrier = threading.Barrier(parties, timeout=10)
+    original = model.full_clean
+
+    def held(self, *args, **kwargs):
+        barrier.wait()
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(model, "full_clean", held)
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_namespace_creations_get_201_and_the_sequential_400(user, monkeypatch):
+    from rest_framework.test import APIClient
+
+    _barrier_before(monkeypatch, Namespace)
+
+    def create():
+        client = APIClient()
+        client.force_authenticate(user)
+        return client.post("/api/v1/namespaces", {"name": "Race"}, format="json")
+
+    results = sorted(_race(create), key=lambda r: r.status_code)
+    assert [r.status_code for r in results] == [201, 400]
+    assert results[1].json()["error"]["fields"] == {
+        "slug": ["You already have a namespace with this slug."]
+    }
+    assert Namespace.objects.filter(owner=user, slug="race").count() == 1
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_links_get_201_and_the_sequential_400(user, make_token, monkeypatch):
+    from rest_framework.test import APIClient
+
+    namespace = services.namespace_create(owner=user, name="Race")
+    a = services.memory_create(namespace=namespace, content="first")
+    b = services.memory_create(namespace=namespace, content="second")
+    _, secret = make_token(user)
+    _barrier_before(monkeypatch, Association)
+
+    def link():
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+        return client.post("/api/v1/associations", {"source": a.pk, "target": b.pk}, format="json")
+
+    results = sorted(_race(link), key=lambda r: r.status_code)
+    assert [r.status_code for r in results] == [201, 400]
+    assert results[1].json()["error"]["fields"] == {
+        "target": ["These memories are already linked."]
+    }
+    assert Association.objects.filter(source=a, target=b).count() == 1
+
+
+# --- The backstop: any IntegrityError reaching the API ------------------------------------
+
+
+def _integrity_error(create) -> IntegrityError:
+    try:
+        with transaction.atomic():
+            create()
+    except IntegrityError as error:
+        return error
+    raise AssertionError("no IntegrityError")
+
+
+def test_integrity_errors_map_to_409_for_unique_and_400_for_check_and_not_null(
+    user, namespace, make_memory
+):
+    memory, other = make_memory("one"), make_memory("two")
+    unique = _integrity_error(
+        lambda: Namespace.objects.create(owner=user, name="Dup", slug=namespace.slug)
+    )
+    check = _integrity_error(
+        lambda: Association.objects.create(
+            namespace=namespace, source=memory, target=other, weight=7.0
+        )
+    )
+    not_null = _integrity_error(lambda: Namespace.objects.create(owner=user, name=None, slug="n"))
+    answers = {}
+    for name, error in (("unique", unique), ("check", check), ("not_null", not_null)):
+        response = exception_handler(error, {})
+        answers[name] = (response.status_code, response.data["error"]["code"])
+    assert answers == {
+        "unique": (409, "conflict"),
+        "check": (400, "invalid"),
+        "not_null": (400, "invalid"),
+    }
+
+
+def test_an_unguarded_unique_violation_in_a_view_is_a_409(writer, user, namespace, monkeypatch):
+    error = _integrity_error(
+        lambda: Namespace.objects.create(owner=user, name="Dup", slug=namespace.slug)
+    )
+
+    def racing(**kwargs):
+        raise error
+
+    monkeypatch.setattr(services, "namespace_create", racing)
+    response = writer.post("/api/v1/namespaces", {"name": "Other"}, format="json")
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "conflict"
+
+
+# --- An unreachable database --------------------------------------------------------------
+
+
+def _database_down(execute, sql, params, many, context):
+    raise OperationalError("connection to server at 127.0.0.1, port 1 failed")
+
+
+def test_a_database_failure_during_authentication_is_a_json_503(user, make_token, api):
+    _, secret = make_token(user)
+    client = api(secret)
+    with connection.execute_wrapper(_database_down):
+        response = client.get("/api/v1/memories")
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "unavailable"
+
+
+class _LoadUserMiddleware:
+    """A middleware that reads the session user before any view, as some do."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.user.is_authenticated  # noqa: B018 - loads the session and the user
+        return self.get_response(request)
+
+
+def test_a_database_failure_in_middleware_is_a_json_503(user, settings):
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, f"{__name__}._LoadUserMiddleware"]
+    client = Client(raise_request_exception=False)
+    client.force_login(user)
+    with connection.execute_wrapper(_database_down):
+        response = client.get("/api/v1/memories")
+    assert response.status_code == 503
+    assert response.json()["error"] == {
+        "status": 503,
+        "code": "unavailable",
+        "message": "The database is unavailable; try again shortly.",
+    }
+
+
+# --- The statement timeout of web requests ------------------------------------------------
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_query_over_the_statement_timeout_is_a_json_503(writer, namespace, settings, monkeypatch):
+    from memories.models import MemoryQuerySet
+
+    settings.DATABASE_STATEMENT_TIMEOUT_MS = 100
+    Client()  # builds the middleware: this process now serves web requests
+    connection.close()  # the next connection is a web connection
+
+    def slow(self, text):
+        return self.extra(where=["(SELECT count(*) FROM pg_sleep(2)) = 1"])
+
+    monkeypatch.setattr(MemoryQuerySet, "containing", slow)
+    started = time.monotonic()
+    response = writer.get("/api/v1/memories", {"q": "anything"})
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "timeout"
+    assert response.json()["error"]["limit"] == "DATABASE_STATEMENT_TIMEOUT_MS"
+    assert time.monotonic() - started < 1.5
+    connection.close()
