@@ -695,7 +695,7 @@ def _import_job_run(run_id: int) -> dict[str, Any]:
 
     with transaction.atomic():
         run = (
-            BackgroundRun.objects.select_for_update()
+            BackgroundRun.objects.select_for_update(of=("self",))
             .select_related("namespace")
             .filter(pk=run_id, kind=IMPORT_KIND)
             .first()

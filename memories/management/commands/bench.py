@@ -84,7 +84,7 @@ class Server:
 
     def __init__(self, *, workers: int, database_url: str, redis_url: str = "") -> None:
         self.port = _free_port()
-        env = {
+        self.env = env = {
             **os.environ,
             "DATABASE_URL": database_url,
             "REDIS_URL": redis_url,
@@ -238,7 +238,7 @@ class Command(BaseCommand):
                 )
             )
         server = None
-        token, secret, redis_url = None, "", ""
+        token, secret = None, ""
         if not options["no_http"] and (only & {"ingest", "recall", "import"} or options["load"]):
             # The API throttle counts in the database cache; the server needs its table.
             call_command("createcachetable", stdout=StringIO())
@@ -269,7 +269,7 @@ class Command(BaseCommand):
             if "size" in only:
                 rows += self._size()
             if "import" in only and server:
-                rows += self._import(namespace, server, secret, options["import_mb"], redis_url)
+                rows += self._import(namespace, server, secret, options["import_mb"])
             if options["load"] and server:
                 rows += self._load(namespace, server, secret, options["load_seconds"])
         finally:
@@ -329,7 +329,7 @@ class Command(BaseCommand):
     # --- Helpers ---------------------------------------------------------------------
 
     def _import(
-        self, namespace: Namespace, server: Server, secret: str, megabytes: float, redis_url: str
+        self, namespace: Namespace, server: Server, secret: str, megabytes: float
     ) -> list[Row]:
         """The corpus exported over HTTP, copied (new ids) to `megabytes`, imported over
         HTTP into the scratch namespace by the worker; the upload and the job timed."""
@@ -342,13 +342,19 @@ class Command(BaseCommand):
         if len(body) > settings.API_IMPORT_MAX_BYTES:
             raise CommandError("--import-mb is over API_IMPORT_MAX_BYTES.")
         scratch = bench_corpus.scratch_namespace()
+        worker_log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
         worker = subprocess.Popen(
             [sys.executable, "manage.py", "qcluster"],
             cwd=settings.BASE_DIR,
-            env={**os.environ, "DATABASE_URL": self._database_url(), "REDIS_URL": redis_url},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            env=server.env,  # the same database, broker and SECRET_KEY (tasks are signed)
+            stdout=worker_log,
+            stderr=subprocess.STDOUT,
         )
+
+        def failed(message: str) -> CommandError:
+            worker_log.seek(0)
+            return CommandError(f"{message}\nworker log:\n{worker_log.read()[-3000:].decode()}")
+
         try:
             self._progress(f"  importing {len(body) / 1e6:.1f} MB ...")
             started = time.perf_counter()
@@ -370,20 +376,28 @@ class Command(BaseCommand):
                 state = {"status": "ok", "counts": answer["counts"]}
             elif response.status == 202:
                 path = answer["url"].split(str(server.port), 1)[1]
+                deadline = time.monotonic() + 3600
                 while True:
                     time.sleep(0.5)
                     _, _, raw = server.request("GET", path, token=secret)
                     state = json.loads(raw)
                     if state["status"] != "running":
                         break
+                    if time.monotonic() > deadline or worker.poll() is not None:
+                        raise failed("the import job did not finish")
             else:
-                raise CommandError(f"import answered {response.status}: {answer}")
+                raise failed(f"import answered {response.status}: {answer}")
             total = time.perf_counter() - started
+            if state["status"] != "ok":
+                raise failed(f"the import failed: {state}")
         finally:
             worker.terminate()
-            worker.wait(timeout=30)
-        if state["status"] != "ok":
-            raise CommandError(f"the import failed: {state}")
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+            worker_log.close()
         memories = state["counts"]["memory"]
         megabytes = len(body) / 1e6
         bench_corpus.scratch_namespace()  # emptied again
