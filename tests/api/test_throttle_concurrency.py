@@ -54,7 +54,7 @@ def _redis_free_db() -> str | None:
 
         connection = redis.Redis(host="127.0.0.1", port=6379, db=13, socket_timeout=2)
         connection.flushdb()
-    except Exception:  # noqa: BLE001 - no Redis: the test says so and skips that cache
+    except Exception:  # no Redis: the test says so and skips that cache
         return None
     return "redis://127.0.0.1:6379/13"
 
