@@ -60,9 +60,7 @@ def _redis_free_db() -> str | None:
 
 
 @pytest.mark.parametrize("cache", ["database", "redis"])
-def test_sixteen_clients_on_one_token_get_the_limit_and_no_more(
-    prepared_database, tmp_path, cache
-):
+def test_sixteen_clients_on_one_token_get_the_limit_and_no_more(prepared_database, tmp_path, cache):
     settings = {"API_RATE_LIMIT": f"{LIMIT}/hour", "DATABASE_STATEMENT_TIMEOUT_MS": 0}
     if cache == "redis":
         redis_url = _redis_free_db()
