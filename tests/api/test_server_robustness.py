@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import urllib.parse
 
 import pytest
@@ -83,15 +84,26 @@ def test_gunicorn_reads_a_chunked_body_and_refuses_one_over_the_limit(prepared_d
 @pytest.mark.django_db(transaction=True)
 def test_a_server_that_cannot_end_a_chunked_body_answers_411(live_server, user, make_token):
     # Django's own server (runserver, the live test server) sets no wsgi.input_terminated.
+    # The whole request goes out in one write: the server answers 411 from the headers and
+    # may close before a client sending chunk by chunk is done (a broken pipe, not an answer).
     _, secret = make_token(user)
-    status, _, body = _send(
-        live_server.url,
-        "POST",
-        "/api/v1/memories",
-        _pieces(b'{"namespace": "work", "content": "lost?"}'),
-        {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
-        chunked=True,
+    payload = b'{"namespace": "work", "content": "lost?"}'
+    address = urllib.parse.urlparse(live_server.url)
+    request = (
+        b"POST /api/v1/memories HTTP/1.1\r\n"
+        + f"Host: {address.hostname}:{address.port}\r\n".encode()
+        + f"Authorization: Bearer {secret}\r\n".encode()
+        + b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+        + b"Connection: close\r\n\r\n"
+        + f"{len(payload):x}\r\n".encode()
+        + payload
+        + b"\r\n0\r\n\r\n"
     )
+    with socket.create_connection((address.hostname, address.port), timeout=60) as sock:
+        sock.sendall(request)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        status, body = response.status, json.loads(response.read())
     assert status == 411
     assert body["error"]["code"] == "length_required"
 
