@@ -53,7 +53,8 @@ class Command(BaseCommand):
             for child in children.values():
                 if child.poll() is None:
                     child.send_signal(signal.SIGTERM)
-            deadline = time.monotonic() + 15
+            # qcluster takes ~7 s to stop when idle, longer on a busy machine.
+            deadline = time.monotonic() + 25
             for child in children.values():
                 try:
                     child.wait(timeout=max(0.1, deadline - time.monotonic()))
