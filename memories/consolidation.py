@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from memories.models import Consolidation, Memory, Namespace
+from memories.models import Classification, Consolidation, Memory, Namespace
 from memories.sweep import SweepConfig, params_cte, scored_memories_sql
 
 PERIODS = (
@@ -474,7 +474,8 @@ def _import_file(
         Memory.objects.filter(namespace=target, id__in=ids).values_list("id", "classification")
     )
     # A digest whose memories are not all here may quote what none of them says: restricted.
-    level = max(known.values()) if known and len(known) == len(set(ids)) else 3
+    restricted = Classification.RESTRICTED
+    level = max(known.values()) if known and len(known) == len(set(ids)) else restricted
     ids = [i for i in ids if i in known]
     defaults = {
         "text": body,

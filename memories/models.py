@@ -397,10 +397,21 @@ class Memory(models.Model):
         )
 
 
-class MemoryEventQuerySet(models.QuerySet["MemoryEvent"]):
-    def within_ceiling(self, ceiling: int) -> MemoryEventQuerySet:
-        """Events written while their memory was within the ceiling."""
+class DerivedQuerySet(models.QuerySet):
+    """Rows derived from memories (events, entities, relations, digests), each carrying
+    the level of what it came from in its own `classification` column."""
+
+    def within_ceiling(self, ceiling: int) -> DerivedQuerySet:
         return self.filter(classification__lte=ceiling)
+
+
+def derived_level() -> models.PositiveSmallIntegerField:
+    """The stored level of derived data. Unset (a raw SQL insert) means restricted."""
+    return models.PositiveSmallIntegerField(
+        choices=Classification.choices,
+        default=Classification.RESTRICTED,
+        db_default=Classification.RESTRICTED,
+    )
 
 
 class MemoryEvent(models.Model):
@@ -432,15 +443,11 @@ class MemoryEvent(models.Model):
     )
     source = models.CharField(max_length=20, default="system")  # api, dashboard, admin, worker
     # The memory's level when the event was written (the higher one for a change of
-    # level); a caller below it never sees the event's values. Unset means restricted.
-    classification = models.PositiveSmallIntegerField(
-        choices=Classification.choices,
-        default=Classification.RESTRICTED,
-        db_default=Classification.RESTRICTED,
-    )
+    # level); a caller below it never sees the event's values.
+    classification = derived_level()
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
-    objects = MemoryEventQuerySet.as_manager()
+    objects = DerivedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -481,12 +488,6 @@ class Association(models.Model):
         return f"{self.source_id} -> {self.target_id} ({self.weight:.2f})"
 
 
-class EntityQuerySet(models.QuerySet["Entity"]):
-    def within_ceiling(self, ceiling: int) -> EntityQuerySet:
-        """Entities something within the ceiling names."""
-        return self.filter(classification__lte=ceiling)
-
-
 class Entity(models.Model):
     """A named thing memories mention (alice, project-x); names are stored folded."""
 
@@ -496,14 +497,10 @@ class Entity(models.Model):
     kind = models.CharField(max_length=30, default="thing")  # person, place, org, project...
     # The lowest level of what named it (a declaration, a relation): a name only a hidden
     # relation introduced stays hidden.
-    classification = models.PositiveSmallIntegerField(
-        choices=Classification.choices,
-        default=Classification.RESTRICTED,
-        db_default=Classification.RESTRICTED,
-    )
+    classification = derived_level()
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
-    objects = EntityQuerySet.as_manager()
+    objects = DerivedQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "entities"
@@ -516,12 +513,14 @@ class Entity(models.Model):
         return self.display_name or self.name
 
 
-class RelationQuerySet(models.QuerySet["Relation"]):
+class RelationQuerySet(DerivedQuerySet):
     def within_ceiling(self, ceiling: int) -> RelationQuerySet:
         """Relations recorded within the ceiling whose memory, if still there, is too (a
         memory reclassified upwards takes what was drawn from it along)."""
-        return self.filter(classification__lte=ceiling).filter(
-            Q(memory__isnull=True) | Q(memory__classification__lte=ceiling)
+        return (
+            super()
+            .within_ceiling(ceiling)
+            .filter(Q(memory__isnull=True) | Q(memory__classification__lte=ceiling))
         )
 
 
@@ -539,12 +538,8 @@ class Relation(models.Model):
         default=0.6, validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
     # Its memory's level when recorded (or the writer's default level without one); a
-    # caller below it never sees the relation. Unset (raw SQL) means restricted.
-    classification = models.PositiveSmallIntegerField(
-        choices=Classification.choices,
-        default=Classification.RESTRICTED,
-        db_default=Classification.RESTRICTED,
-    )
+    # caller below it never sees the relation.
+    classification = derived_level()
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
     objects = RelationQuerySet.as_manager()
@@ -564,13 +559,6 @@ class Relation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} -[{self.predicate}]-> {self.object}"
-
-
-class ConsolidationQuerySet(models.QuerySet["Consolidation"]):
-    def within_ceiling(self, ceiling: int) -> ConsolidationQuerySet:
-        """Digests built only from memories within the ceiling. Callers also drop digests
-        quoting a memory reclassified above it since (quotes_hidden)."""
-        return self.filter(classification__lte=ceiling)
 
 
 def quotes_hidden(digests: Iterable[Consolidation], ceiling: int) -> set[int]:
@@ -605,15 +593,13 @@ class Consolidation(models.Model):
     memory_ids = models.JSONField(default=list, blank=True)
     content_hash = models.CharField(max_length=64, blank=True)
     # The highest level among the memories it quotes and counts, when it was built; a
-    # caller below it never sees the digest. Unset (raw SQL) means restricted.
-    classification = models.PositiveSmallIntegerField(
-        choices=Classification.choices,
-        default=Classification.RESTRICTED,
-        db_default=Classification.RESTRICTED,
-    )
+    # caller below it never sees the digest.
+    classification = derived_level()
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
-    objects = ConsolidationQuerySet.as_manager()
+    # within_ceiling: digests built only from memories within the ceiling; callers also
+    # drop digests quoting a memory reclassified above it since (quotes_hidden).
+    objects = DerivedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-period_start", "period", "topic"]

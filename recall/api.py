@@ -13,36 +13,41 @@ from rest_framework.views import APIView
 from config.api import ApiError
 from memories.auth import Scope
 from memories.models import ApiToken, Memory
-from memories.serializers import StrictSerializer
+from memories.serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictDateTimeField,
+    StrictIntegerField,
+    StrictSerializer,
+    StrictSlugField,
+)
 from recall.pipeline import ALL_STAGES
 from recall.services import MAX_LIMIT, recall_run
 
 
 class ContextInput(StrictSerializer):
-    hour = serializers.IntegerField(min_value=0, max_value=23, required=False)
-    weekday = serializers.IntegerField(
-        min_value=0, max_value=6, required=False, help_text="0 is Monday."
-    )
-    topic = serializers.CharField(max_length=100, required=False)
+    hour = StrictIntegerField(min_value=0, max_value=23, required=False)
+    weekday = StrictIntegerField(min_value=0, max_value=6, required=False, help_text="0 is Monday.")
+    topic = StrictCharField(max_length=100, required=False)
 
 
 class RecallInput(StrictSerializer):
-    query = serializers.CharField(max_length=2000)
+    query = StrictCharField(max_length=2000)
     namespaces = serializers.ListField(
-        child=serializers.SlugField(),
+        child=StrictSlugField(),
         required=False,
         max_length=100,
         help_text="Slugs to search; default every namespace of the token.",
     )
-    limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=10)
-    topic = serializers.CharField(max_length=100, required=False)
+    limit = StrictIntegerField(min_value=1, max_value=MAX_LIMIT, default=10)
+    topic = StrictCharField(max_length=100, required=False)
     tier = serializers.ChoiceField(choices=Memory.Tier.choices, required=False)
-    time_start = serializers.DateTimeField(required=False)
-    time_end = serializers.DateTimeField(required=False)
-    include_expired = serializers.BooleanField(default=False)
+    time_start = StrictDateTimeField(required=False)
+    time_end = StrictDateTimeField(required=False)
+    include_expired = StrictBooleanField(default=False)
     context = ContextInput(required=False)
-    session_id = serializers.CharField(max_length=100, required=False, default="", allow_blank=True)
-    track = serializers.BooleanField(
+    session_id = StrictCharField(max_length=100, required=False, default="", allow_blank=True)
+    track = StrictBooleanField(
         required=False,
         allow_null=True,
         default=None,

@@ -21,7 +21,13 @@ from rest_framework.views import APIView
 
 from memories.auth import Scope
 from memories.models import Memory, Namespace
-from memories.serializers import StrictSerializer
+from memories.serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    StrictSlugField,
+)
 from review import selectors, services
 from review.models import Card, StudySession
 from review.sm2 import Button
@@ -76,34 +82,34 @@ class StatsQuery(StrictSerializer):
 
 class GradeInput(StrictSerializer):
     grade = GradeField()
-    version = serializers.IntegerField(
+    version = StrictIntegerField(
         required=False, min_value=0, help_text="The card version you read; a stale one is a 409."
     )
 
 
 class SessionStartInput(StrictSerializer):
-    namespace = serializers.SlugField()
-    deck = serializers.CharField(required=False, max_length=100)
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=100)
-    tz = serializers.CharField(required=False, max_length=64)
+    namespace = StrictSlugField()
+    deck = StrictCharField(required=False, max_length=100)
+    limit = StrictIntegerField(required=False, min_value=1, max_value=500, default=100)
+    tz = StrictCharField(required=False, max_length=64)
 
 
 class SessionGradeInput(GradeInput):
-    card = serializers.IntegerField(min_value=1)
+    card = StrictIntegerField(min_value=1)
 
 
 class CramStartInput(StrictSerializer):
-    namespace = serializers.SlugField()
-    deck = serializers.CharField(required=False, max_length=100)
+    namespace = StrictSlugField()
+    deck = StrictCharField(required=False, max_length=100)
     cards = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), required=False, max_length=1000
+        child=StrictIntegerField(min_value=1), required=False, max_length=1000
     )
-    seed = serializers.IntegerField(required=False)
+    seed = StrictIntegerField(required=False)
 
 
 class CramAnswerInput(StrictSerializer):
-    card = serializers.IntegerField(min_value=1)
-    correct = serializers.BooleanField()
+    card = StrictIntegerField(min_value=1)
+    correct = StrictBooleanField()
 
 
 class CardOutput(serializers.Serializer):

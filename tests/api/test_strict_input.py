@@ -61,3 +61,34 @@ def test_the_dashboard_refuses_the_same_filter_with_a_message(client, user, name
     page = client.get("/memories/", {"q": "ab"})
     assert page.status_code == 200
     assert f"At least {MIN_CHARS} letters or digits" in page.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"query": 5}, "query"),
+        ({"query": "kyoto", "limit": "10"}, "limit"),
+        ({"query": "kyoto", "track": "yes"}, "track"),
+        ({"query": "kyoto", "include_expired": 1}, "include_expired"),
+        ({"query": "kyoto", "context": {"hour": "9"}}, "context"),
+    ],
+)
+def test_recall_bodies_are_not_coerced_either(writer, body, field):
+    response = writer.post("/api/v1/recall", body, format="json")
+    assert response.status_code == 400, response.json()
+    assert field in response.json()["error"]["fields"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/review/sessions", {"limit": "10"}, "limit"),
+        ("/api/v1/review/sessions", {"deck": 7}, "deck"),
+        ("/api/v1/review/cram", {"seed": "1"}, "seed"),
+        ("/api/v1/review/cram", {"cards": ["1"]}, "cards"),
+    ],
+)
+def test_review_bodies_are_not_coerced_either(writer, namespace, path, body, field):
+    response = writer.post(path, {"namespace": namespace.slug, **body}, format="json")
+    assert response.status_code == 400, response.json()
+    assert field in response.json()["error"]["fields"]

@@ -27,6 +27,7 @@ import pytest
 from django.db import connection
 
 from memories.tasks import SCHEDULES
+from tests.api.servers import manage
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -160,23 +161,10 @@ def _env(database: ClusterDatabase, **settings: Any) -> dict[str, str]:
     return env
 
 
-def _manage(env: dict[str, str], *args: str, timeout: float = 180) -> str:
-    result = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout.strip()
-
-
 def _prepare(database: ClusterDatabase, env: dict[str, str], count: int) -> None:
-    _manage(env, "migrate", "--no-input")
-    _manage(env, "createcachetable")
-    assert _manage(env, "shell", "--no-imports", "-c", SEED.format(count=count)) == str(count)
+    manage(env, "migrate", "--no-input")
+    manage(env, "createcachetable")
+    assert manage(env, "shell", "--no-imports", "-c", SEED.format(count=count)) == str(count)
 
 
 class Cluster:
@@ -237,10 +225,10 @@ def test_a_scheduled_sweep_changes_rows_and_a_failing_task_is_retried(make_datab
     database = make_database("scheduled")
     env = _env(database, Q_TIMEOUT=5, Q_RETRY=6, Q_MAX_ATTEMPTS=3)
     _prepare(database, env, 60)
-    assert "engram: decay sweep: created" in _manage(env, "setup_schedules")
-    assert _manage(env, "setup_schedules").count("unchanged") == len(SCHEDULES)  # idempotent
+    assert "engram: decay sweep: created" in manage(env, "setup_schedules")
+    assert manage(env, "setup_schedules").count("unchanged") == len(SCHEDULES)  # idempotent
     # A sweep of a namespace id that is not a number raises on both engines.
-    _manage(
+    manage(
         env,
         "shell",
         "--no-imports",
@@ -334,7 +322,7 @@ def test_killing_the_cluster_mid_sweep_loses_nothing_and_the_next_run_finishes(
     first_id = database.scalar("SELECT min(id) FROM memories_memory")
     expected_rule = {first_id + n: KINDS[n % 6] for n in range(count)}
 
-    _manage(
+    manage(
         env,
         "shell",
         "--no-imports",
@@ -393,7 +381,7 @@ def test_killing_the_cluster_mid_sweep_loses_nothing_and_the_next_run_finishes(
     assert runs == [(killed_task, 1, "failed"), (killed_task, 2, "ok")]
 
     # The same end state as one uninterrupted sweep over a copy of the seeded data.
-    _manage(_env(clean, **settings), "sweep")
+    manage(_env(clean, **settings), "sweep")
     assert _per_memory(database) == _per_memory(clean)
     assert _sweep_events(database) == _sweep_events(clean)
     assert database.scalar("SELECT count(*) FROM memories_memory") == count - count // 6
