@@ -59,6 +59,7 @@ bench: install
 lint: install-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 format: install-test
 	$(VENV)/bin/ruff check --fix .

@@ -19,6 +19,7 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig, Validati
 from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, OperationalError
 from django.db.backends.signals import connection_created
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import bad_request, page_not_found, permission_denied, server_error
 from rest_framework import exceptions, negotiation, pagination, parsers, renderers
 from rest_framework.response import Response
 
@@ -295,8 +296,6 @@ class DatabaseGuardMiddleware:
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith(API_PREFIX):
         return JsonResponse(error_body(404, "not_found", "Not found."), status=404)
-    from django.views.defaults import page_not_found
-
     return page_not_found(request, exception)
 
 
@@ -312,8 +311,6 @@ def handler500(request: HttpRequest) -> HttpResponse:
             error_body(500, "server_error", "Internal server error; it has been logged."),
             status=500,
         )
-    from django.views.defaults import server_error
-
     return server_error(request)
 
 
@@ -324,16 +321,12 @@ def handler400(request: HttpRequest, exception: Exception | None = None) -> Http
                 _too_big(settings.API_MAX_BODY_BYTES, "API_MAX_BODY_BYTES"), status=413
             )
         return JsonResponse(error_body(400, "bad_request", "Bad request."), status=400)
-    from django.views.defaults import bad_request
-
     return bad_request(request, exception)
 
 
 def handler403(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith(API_PREFIX):
         return JsonResponse(error_body(403, "permission_denied", "Forbidden."), status=403)
-    from django.views.defaults import permission_denied
-
     return permission_denied(request, exception)
 
 

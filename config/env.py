@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -94,8 +95,6 @@ class Env:
 
 def database_from_url(name: str, url: str) -> dict:
     """Parse a database URL into Django's DATABASES entry, naming the variable on failure."""
-    import dj_database_url
-
     try:
         config = dj_database_url.parse(url)
     except Exception as exc:  # the library raises several types for bad URLs

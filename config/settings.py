@@ -13,6 +13,9 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import Env, database_from_url
+from memories import boosting as _boosting
+from memories import decay as _decay
+from recall import scoring as _recall_scoring
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -67,6 +70,7 @@ INSTALLED_APPS = [
     "memories",
     "review",
     "recall",
+    "benchmarks",
 ]
 
 MIDDLEWARE = [
@@ -319,23 +323,42 @@ SM2_EF_ON_FAILURE = env.choice("SM2_EF_ON_FAILURE", "update", ("update", "keep")
 SM2_MAX_INTERVAL_DAYS = env.int("SM2_MAX_INTERVAL_DAYS", 36_500, minimum=1, maximum=365_000)
 
 # --- Temporal decay (seed 003) ----------------------------------------------------------
+# The defaults are declared once, by the pure dataclasses that use them (memories.decay's
+# DecayParams and Thresholds, memories.boosting's CorePromotionRule and ColdStorageRule,
+# recall.scoring's RecallScoringConfig); the environment overrides them here, and
+# memories.sweep builds those dataclasses back from these settings.
 
-DECAY_MODEL = env.choice(
-    "DECAY_MODEL", "exponential", ("exponential", "power_law", "two_component")
+_decay_defaults = _decay.DecayParams()
+_threshold_defaults = _decay.Thresholds()
+
+DECAY_MODEL = env.choice("DECAY_MODEL", _decay_defaults.model, _decay.DECAY_MODELS)
+DECAY_HALF_LIFE_DAYS = env.float(
+    "DECAY_HALF_LIFE_DAYS", _decay_defaults.half_life_days, minimum=0.001
 )
-DECAY_HALF_LIFE_DAYS = env.float("DECAY_HALF_LIFE_DAYS", 3.0, minimum=0.001)
-DECAY_BETA = env.float("DECAY_BETA", 0.6, minimum=0.0, maximum=2.0)
-DECAY_POWER_ALPHA = env.float("DECAY_POWER_ALPHA", 1.1, minimum=0.01)
-DECAY_FAST_HALF_LIFE_DAYS = env.float("DECAY_FAST_HALF_LIFE_DAYS", 0.5, minimum=0.001)
-DECAY_SLOW_HALF_LIFE_DAYS = env.float("DECAY_SLOW_HALF_LIFE_DAYS", 7.0, minimum=0.001)
-DECAY_FAST_WEIGHT = env.float("DECAY_FAST_WEIGHT", 0.7, minimum=0.0, maximum=1.0)
-FORGET_THRESHOLD = env.float("FORGET_THRESHOLD", 0.05, minimum=0.0)
-PROMOTE_THRESHOLD = env.float("PROMOTE_THRESHOLD", 0.65, minimum=0.0)
-PROMOTE_USE_COUNT = env.int("PROMOTE_USE_COUNT", 5, minimum=1)
-PROMOTE_TIME_WINDOW_DAYS = env.float("PROMOTE_TIME_WINDOW_DAYS", 14.0, minimum=0.0)
+DECAY_BETA = env.float("DECAY_BETA", _decay_defaults.beta, minimum=0.0, maximum=2.0)
+DECAY_POWER_ALPHA = env.float("DECAY_POWER_ALPHA", _decay_defaults.power_alpha, minimum=0.01)
+DECAY_FAST_HALF_LIFE_DAYS = env.float(
+    "DECAY_FAST_HALF_LIFE_DAYS", _decay_defaults.fast_half_life_days, minimum=0.001
+)
+DECAY_SLOW_HALF_LIFE_DAYS = env.float(
+    "DECAY_SLOW_HALF_LIFE_DAYS", _decay_defaults.slow_half_life_days, minimum=0.001
+)
+DECAY_FAST_WEIGHT = env.float(
+    "DECAY_FAST_WEIGHT", _decay_defaults.fast_weight, minimum=0.0, maximum=1.0
+)
+FORGET_THRESHOLD = env.float("FORGET_THRESHOLD", _threshold_defaults.forget, minimum=0.0)
+PROMOTE_THRESHOLD = env.float("PROMOTE_THRESHOLD", _threshold_defaults.promote, minimum=0.0)
+PROMOTE_USE_COUNT = env.int("PROMOTE_USE_COUNT", _threshold_defaults.promote_use_count, minimum=1)
+PROMOTE_TIME_WINDOW_DAYS = env.float(
+    "PROMOTE_TIME_WINDOW_DAYS", _threshold_defaults.promote_window_days, minimum=0.0
+)
 REVIEW_BLEND_RATIO = env.float("REVIEW_BLEND_RATIO", 0.3, minimum=0.0, maximum=1.0)
-REVIEW_DANGER_ZONE_MIN = env.float("REVIEW_DANGER_ZONE_MIN", 0.15, minimum=0.0)
-REVIEW_DANGER_ZONE_MAX = env.float("REVIEW_DANGER_ZONE_MAX", 0.35, minimum=0.0)
+REVIEW_DANGER_ZONE_MIN = env.float(
+    "REVIEW_DANGER_ZONE_MIN", _threshold_defaults.danger_min, minimum=0.0
+)
+REVIEW_DANGER_ZONE_MAX = env.float(
+    "REVIEW_DANGER_ZONE_MAX", _threshold_defaults.danger_max, minimum=0.0
+)
 if REVIEW_DANGER_ZONE_MIN >= REVIEW_DANGER_ZONE_MAX:
     raise ImproperlyConfigured(
         "REVIEW_DANGER_ZONE_MIN must be below REVIEW_DANGER_ZONE_MAX "
@@ -362,9 +385,16 @@ EMBEDDING_TIMEOUT = env.float("EMBEDDING_TIMEOUT", 2.0, minimum=0.01)
 EMBEDDING_SIMILARITY_THRESHOLD = env.float(
     "EMBEDDING_SIMILARITY_THRESHOLD", 0.5, minimum=-1.0, maximum=1.0
 )
-RECALL_DECAY_DAYS = env.float("RECALL_DECAY_DAYS", 365.0, minimum=0.001)
-RECALL_DECAY_FLOOR = env.float("RECALL_DECAY_FLOOR", 0.3, minimum=0.0, maximum=1.0)
-RECALL_EMOTION_BOOST = env.float("RECALL_EMOTION_BOOST", 0.1, minimum=0.0)
+_recall_scoring_defaults = _recall_scoring.RecallScoringConfig()
+RECALL_DECAY_DAYS = env.float(
+    "RECALL_DECAY_DAYS", _recall_scoring_defaults.decay_days, minimum=0.001
+)
+RECALL_DECAY_FLOOR = env.float(
+    "RECALL_DECAY_FLOOR", _recall_scoring_defaults.decay_floor, minimum=0.0, maximum=1.0
+)
+RECALL_EMOTION_BOOST = env.float(
+    "RECALL_EMOTION_BOOST", _recall_scoring_defaults.emotion_boost, minimum=0.0
+)
 SIGNATURE_BITS = env.int("SIGNATURE_BITS", 256, minimum=64, maximum=1024)
 if SIGNATURE_BITS % 64:
     raise ImproperlyConfigured(f"SIGNATURE_BITS={SIGNATURE_BITS} must be a multiple of 64.")
@@ -426,14 +456,22 @@ if COLD_FLOOR >= PROMOTE_THRESHOLD:
 # A long-term memory "sits at its floor" when its score is at or below COLD_FLOOR and no
 # recall has reached it (even through an association) for COLD_GRACE_DAYS: a memory
 # reactivated from cold storage stays hot that long before it may go cold again.
-COLD_GRACE_DAYS = env.float("COLD_GRACE_DAYS", 7.0, minimum=0.0)
-ARCHIVE_COLD_AFTER_DAYS = env.float("ARCHIVE_COLD_AFTER_DAYS", 180.0, minimum=0.0)
+_cold_defaults = _boosting.ColdStorageRule()
+_core_defaults = _boosting.CorePromotionRule()
+COLD_GRACE_DAYS = env.float("COLD_GRACE_DAYS", _cold_defaults.grace_days, minimum=0.0)
+ARCHIVE_COLD_AFTER_DAYS = env.float(
+    "ARCHIVE_COLD_AFTER_DAYS", _cold_defaults.archive_after_days, minimum=0.0
+)
 # Uses a memory needs before its score alone can promote it. Seed 003 taken literally (0)
 # would promote every memory at the first sweep: a fresh one scores 1.0 >= 0.65.
-PROMOTE_SCORE_MIN_USES = env.int("PROMOTE_SCORE_MIN_USES", 1, minimum=0)
-CORE_MIN_SESSIONS = env.int("CORE_MIN_SESSIONS", 3, minimum=1)
-CORE_MIN_ACCESS_COUNT = env.int("CORE_MIN_ACCESS_COUNT", 5, minimum=0)
-CORE_MIN_STABILITY = env.float("CORE_MIN_STABILITY", 0.5, minimum=0.0, maximum=1.0)
+PROMOTE_SCORE_MIN_USES = env.int(
+    "PROMOTE_SCORE_MIN_USES", _threshold_defaults.promote_score_min_uses, minimum=0
+)
+CORE_MIN_SESSIONS = env.int("CORE_MIN_SESSIONS", _core_defaults.min_sessions, minimum=1)
+CORE_MIN_ACCESS_COUNT = env.int("CORE_MIN_ACCESS_COUNT", _core_defaults.min_access_count, minimum=0)
+CORE_MIN_STABILITY = env.float(
+    "CORE_MIN_STABILITY", _core_defaults.min_stability, minimum=0.0, maximum=1.0
+)
 
 # Simulated recall worker (seed 000), agent_memory namespaces only.
 SIMULATED_RECALL_BATCH = env.int("SIMULATED_RECALL_BATCH", 50, minimum=1, maximum=10_000)

@@ -9,9 +9,10 @@ from functools import cached_property
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import authentication, exceptions, permissions, throttling
+from rest_framework import authentication, exceptions, permissions, serializers, throttling
 from rest_framework.request import Request
 
 from memories.models import ApiToken, Classification, Memory, Namespace
@@ -70,10 +71,13 @@ class Scope:
         self.can_write = token is None or token.access == ApiToken.Access.WRITE
 
     @classmethod
-    def of(cls, request: Request) -> Scope:
+    def of(cls, request: Request | HttpRequest) -> Scope:
+        """The caller's scope, once a request: an API token's, or a logged-in person's
+        (every namespace, every classification) on the dashboard."""
         scope = getattr(request, "_engram_scope", None)
         if scope is None:
-            token = request.auth if isinstance(request.auth, ApiToken) else None
+            auth = getattr(request, "auth", None)
+            token = auth if isinstance(auth, ApiToken) else None
             scope = cls(user=request.user, token=token)
             request._engram_scope = scope
         return scope
@@ -90,17 +94,13 @@ class Scope:
 
     def namespace(self, slug: str, *, field: str = "namespace") -> Namespace:
         """A namespace in scope named in a body or query; unknown ones are a field error."""
-        from rest_framework import serializers
-
         namespace = self.namespaces().filter(slug=slug).first()
         if namespace is None:
             raise serializers.ValidationError({field: ["No such namespace."]})
         return namespace
 
     def memories(self) -> QuerySet[Memory]:
-        return Memory.objects.filter(
-            namespace_id__in=self.namespace_ids, classification__lte=self.ceiling
-        )
+        return Memory.objects.visible_to(namespace_ids=self.namespace_ids, ceiling=self.ceiling)
 
     @property
     def default_classification(self) -> int:

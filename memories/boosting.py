@@ -2,15 +2,32 @@
 
 Every retrieval strengthens a memory: stability grows by a base boost times a
 spaced-repetition factor, so recall after a gap counts for more than recall the same day.
+
+CorePromotionRule and ColdStorageRule declare the defaults of the CORE_*, COLD_* and
+ARCHIVE_COLD_AFTER_DAYS settings, once (config/settings.py reads them from here).
+should_promote_to_core, should_move_to_cold and should_archive are the specification of the
+decay sweep's core, cold and archive rules (memories/sweep.py decides in SQL;
+tests/background/test_sweep_agreement.py checks that the two decide identically).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from memories.decay import SECONDS_PER_DAY, TIER_LONG_TERM, require_finite
+from memories.decay import (
+    SECONDS_PER_DAY,
+    STATUS_ACTIVE,
+    STATUS_PROMOTED,
+    TIER_LONG_TERM,
+    TIER_SHORT_TERM,
+    Thresholds,
+    require_finite,
+)
+
+STORAGE_HOT = "hot"
+STORAGE_COLD = "cold"
 
 
 @dataclass(frozen=True)
@@ -48,6 +65,32 @@ class CorePromotionRule:
     min_sessions: int = 3
     min_access_count: int = 5
     min_stability: float = 0.5
+
+
+@dataclass(frozen=True)
+class ColdStorageRule:
+    """When a long-term memory goes cold (seed 001's cold storage) and when it is archived.
+
+    A memory sits at its floor when its score is at or below `floor` (by default the
+    forget threshold: COLD_FLOOR defaults to FORGET_THRESHOLD), it was not used inside the
+    promotion window and no recall, even associative, reached it for `grace_days` (recall
+    reactivates cold memories without a use, so without the grace they would go cold
+    again at once). archive_after_days of 0 disables archiving.
+    """
+
+    floor: float = Thresholds.forget
+    grace_days: float = 7.0
+    archive_after_days: float = 180.0
+
+    @property
+    def archives(self) -> bool:
+        return self.archive_after_days > 0
+
+    def grace_start(self, now: datetime) -> datetime:
+        return now - timedelta(days=self.grace_days)
+
+    def archive_before(self, now: datetime) -> datetime:
+        return now - timedelta(days=self.archive_after_days)
 
 
 @dataclass(frozen=True)
@@ -89,13 +132,20 @@ def boosted_stability(
 
 def should_promote_to_core(
     *,
+    status: str,
+    tier: str,
     session_ids: Iterable[str],
     access_count: int,
     stability: float,
     rule: CorePromotionRule,
 ) -> bool:
-    """Promote when seen in enough distinct sessions AND accessed and stable enough."""
+    """A live (active or promoted) short- or long-term memory becomes core when seen in
+    enough distinct sessions (blank ids are none) AND accessed and stable enough."""
     require_finite("stability", stability)
+    if status not in (STATUS_ACTIVE, STATUS_PROMOTED):
+        return False
+    if tier not in (TIER_SHORT_TERM, TIER_LONG_TERM):
+        return False
     distinct_sessions = {session for session in session_ids if session}
     return (
         len(distinct_sessions) >= rule.min_sessions
@@ -104,16 +154,82 @@ def should_promote_to_core(
     )
 
 
-def should_move_to_cold(
-    *, tier: str, score: float, cold: bool = False, floor: float = 0.05
+def at_floor(
+    *,
+    score: float,
+    last_used_at: datetime,
+    last_accessed_at: datetime | None,
+    now: datetime,
+    thresholds: Thresholds,
+    rule: ColdStorageRule,
 ) -> bool:
-    """A hot long-term memory whose decay score sits at or below the floor goes cold.
+    """Score at or below the floor, no use inside the promotion window (so a memory just
+    promoted for its uses is not frozen by the next sweep) and no recall for grace_days."""
+    require_finite("score", score)
+    return (
+        score <= rule.floor
+        and last_used_at < thresholds.window_start(now)
+        and (last_accessed_at is None or last_accessed_at < rule.grace_start(now))
+    )
+
+
+def should_move_to_cold(
+    *,
+    status: str,
+    tier: str,
+    storage: str,
+    score: float,
+    last_used_at: datetime,
+    last_accessed_at: datetime | None,
+    now: datetime,
+    thresholds: Thresholds,
+    rule: ColdStorageRule,
+) -> bool:
+    """A hot promoted long-term memory that sits at its floor goes cold.
 
     Short-term memories are forgotten instead (decay.should_forget) and core memories
     stay hot: they were promoted precisely so that they would not fade.
     """
-    require_finite("score", score)
-    return tier == TIER_LONG_TERM and not cold and score <= floor
+    floor = at_floor(
+        score=score,
+        last_used_at=last_used_at,
+        last_accessed_at=last_accessed_at,
+        now=now,
+        thresholds=thresholds,
+        rule=rule,
+    )
+    return status == STATUS_PROMOTED and tier == TIER_LONG_TERM and storage == STORAGE_HOT and floor
+
+
+def should_archive(
+    *,
+    status: str,
+    tier: str,
+    storage: str,
+    score: float,
+    last_used_at: datetime,
+    last_accessed_at: datetime | None,
+    now: datetime,
+    thresholds: Thresholds,
+    rule: ColdStorageRule,
+) -> bool:
+    """A promoted long-term memory unused for archive_after_days that is cold, or at its
+    floor, is archived (and cold). Never when archive_after_days is 0."""
+    floor = at_floor(
+        score=score,
+        last_used_at=last_used_at,
+        last_accessed_at=last_accessed_at,
+        now=now,
+        thresholds=thresholds,
+        rule=rule,
+    )
+    return (
+        rule.archives
+        and status == STATUS_PROMOTED
+        and tier == TIER_LONG_TERM
+        and last_used_at < rule.archive_before(now)
+        and (storage == STORAGE_COLD or floor)
+    )
 
 
 def reactivation(

@@ -3,13 +3,21 @@
 score = (use_count + 1)^beta * decay(dt) * strength. The formulas govern, not seed 003's
 printed numbers; docs/algorithms.md lists its arithmetic slips. Everything, including
 `now`, is a parameter: callers read settings and the clock, this module never does.
+
+DecayParams and Thresholds declare the defaults, once: config/settings.py takes the
+DECAY_*, FORGET_*, PROMOTE_* and REVIEW_DANGER_ZONE_* defaults from them, and
+memories.sweep builds them from those settings. should_promote and should_forget are the
+specification of the decay sweep's promote and forget rules (memories/sweep.py decides in
+SQL; tests/background/test_sweep_agreement.py checks, on both engines, that the two decide
+identically for generated rows).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 SECONDS_PER_DAY = 86_400.0
@@ -17,6 +25,9 @@ SECONDS_PER_DAY = 86_400.0
 TIER_SHORT_TERM = "short_term"
 TIER_LONG_TERM = "long_term"
 TIER_CORE = "core"
+
+STATUS_ACTIVE = "active"
+STATUS_PROMOTED = "promoted"
 
 DecayModel = Literal["exponential", "power_law", "two_component"]
 DECAY_MODELS: tuple[str, ...] = ("exponential", "power_law", "two_component")
@@ -38,7 +49,7 @@ def require_finite(name: str, value: float) -> float:
 
 @dataclass(frozen=True)
 class DecayParams:
-    """Decay model and its shape; defaults mirror the DECAY_* settings."""
+    """Decay model and its shape. The defaults are the DECAY_* settings' defaults."""
 
     model: DecayModel = "exponential"
     half_life_days: float = 3.0
@@ -71,7 +82,14 @@ class DecayParams:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Lifecycle thresholds; defaults mirror FORGET_*, REVIEW_DANGER_ZONE_*, PROMOTE_*."""
+    """Lifecycle thresholds. The defaults are the FORGET_THRESHOLD, REVIEW_DANGER_ZONE_*,
+    PROMOTE_THRESHOLD, PROMOTE_USE_COUNT, PROMOTE_TIME_WINDOW_DAYS and PROMOTE_SCORE_MIN_USES
+    settings' defaults.
+
+    promote_score_min_uses is ours, not seed 003's: the uses a memory needs before its
+    score alone can promote it (a fresh memory scores 1.0 >= 0.65 and has proven nothing;
+    0 restores the seed's literal rule; docs/background.md).
+    """
 
     forget: float = 0.05
     danger_min: float = 0.15
@@ -79,6 +97,7 @@ class Thresholds:
     promote: float = 0.65
     promote_use_count: int = 5
     promote_window_days: float = 14.0
+    promote_score_min_uses: int = 1
 
     def __post_init__(self) -> None:
         for name in ("forget", "danger_min", "danger_max", "promote", "promote_window_days"):
@@ -91,6 +110,10 @@ class Thresholds:
     @property
     def danger_centre(self) -> float:
         return (self.danger_min + self.danger_max) / 2
+
+    def window_start(self, now: datetime) -> datetime:
+        """The start of the promotion window that ends at `now`."""
+        return now - timedelta(days=self.promote_window_days)
 
 
 def half_life_to_lambda(days: float) -> float:
@@ -154,15 +177,61 @@ def decay_score_after(
     return (max(0, use_count) + 1) ** params.beta * decay_factor(dt_seconds, params) * strength
 
 
-def should_promote(*, score: float, uses_in_window: int, thresholds: Thresholds) -> bool:
-    """Promote on a high score OR enough uses inside the promotion window (either suffices)."""
+def iso_second(moment: datetime) -> str:
+    """YYYY-MM-DDTHH:MM:SS in UTC: how an entry of recall_timestamps (ISO 8601 text) is
+    compared with a moment, as text on its first 19 characters (a malformed entry never
+    raises, it merely compares)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def count_uses_in_window(
+    *, touched_at: Iterable[datetime], recall_timestamps: Iterable[object], window_start: datetime
+) -> int:
+    """Uses inside the promotion window: the memory's touches (its 'touched' events) at or
+    after window_start, plus its recall times (ISO 8601 strings; anything else is ignored)
+    whose first 19 characters are at or after iso_second(window_start)."""
+    stamp = iso_second(window_start)
+    touches = sum(1 for moment in touched_at if moment >= window_start)
+    recalls = sum(1 for t in recall_timestamps if isinstance(t, str) and t[:19] >= stamp)
+    return touches + recalls
+
+
+def should_promote(
+    *,
+    status: str,
+    tier: str,
+    score: float,
+    use_count: int,
+    last_used_at: datetime,
+    uses_in_window: int,
+    now: datetime,
+    thresholds: Thresholds,
+) -> bool:
+    """Seed 003's promotion of an active short-term memory: a high score OR enough uses
+    inside the promotion window (either suffices).
+
+    The score counts only once the memory has been used promote_score_min_uses times.
+    Uses in the window count only for a memory that has that many uses in all and whose
+    last use is inside the window: both follow from the uses being there, and a row whose
+    counters contradict its events is not promoted on its counts.
+    """
     require_finite("score", score)
-    return score >= thresholds.promote or uses_in_window >= thresholds.promote_use_count
+    if status != STATUS_ACTIVE or tier != TIER_SHORT_TERM:
+        return False
+    if score >= thresholds.promote and use_count >= thresholds.promote_score_min_uses:
+        return True
+    return (
+        use_count >= thresholds.promote_use_count
+        and last_used_at >= thresholds.window_start(now)
+        and uses_in_window >= thresholds.promote_use_count
+    )
 
 
-def should_forget(*, score: float, tier: str, thresholds: Thresholds) -> bool:
-    """Only short-term memories are forgotten, and only strictly below the threshold."""
-    return tier == TIER_SHORT_TERM and require_finite("score", score) < thresholds.forget
+def should_forget(*, status: str, tier: str, score: float, thresholds: Thresholds) -> bool:
+    """Only active short-term memories are forgotten, and only strictly below the
+    threshold (promoted, long-term and core memories go cold and are archived instead)."""
+    require_finite("score", score)
+    return status == STATUS_ACTIVE and tier == TIER_SHORT_TERM and score < thresholds.forget
 
 
 def in_danger_zone(score: float, thresholds: Thresholds) -> bool:

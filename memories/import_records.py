@@ -2,9 +2,10 @@
 
 Each is the API's own rule where the API writes the same thing: a memory line is
 MemoryCreateInput plus the fields only the server writes, a relation line RelationInput,
-and so on; rows the API never takes (cards, review logs, history, digests) are shaped from
-their models (ModelRecord): the model fields' rules and validators and the bounds of the
-model's check constraints. Every field class is a strict one of memories.serializers.
+and so on; rows the API never takes (history, digests, and review.transfer's cards and
+logs) are shaped from their models (ModelRecord): the model fields' rules and validators
+and the bounds of the model's check constraints. Every field class is a strict one of
+memories.serializers.
 """
 
 from __future__ import annotations
@@ -18,13 +19,7 @@ from rest_framework import serializers
 
 from memories import serializers as s
 from memories.models import Consolidation, Memory, MemoryEvent
-from memories.transfer import CARD_FIELDS, LOG_FIELDS
-from review.models import Card, ReviewLog
-
-# recall.services.SESSION_IDS_CAP and the length RecallInput allows a session id
-# (tests/api/test_import_refusals.py checks they agree).
-SESSION_IDS_CAP = 100
-SESSION_ID_LENGTH = 100
+from memories.tracking import SESSION_ID_LENGTH, SESSION_IDS_CAP
 
 
 class JsonObjectField(serializers.Field):
@@ -232,50 +227,6 @@ class ConsolidationRecord(ModelRecord):
         model = Consolidation
         fields = ["period", "period_start", "topic", "text", "memory_ids", "classification"]
         fields += ["created_at"]
-
-
-class FsrsState(s.StrictSerializer):
-    """Card.fsrs_state as review.schedulers writes it (and reads it back, key by key)."""
-
-    stability = s.StrictFloatField(allow_null=True)
-    difficulty = s.StrictFloatField(allow_null=True)
-    state = s.StrictIntegerField(min_value=1, max_value=3)  # fsrs.State
-    step = s.StrictIntegerField(min_value=0, max_value=1000, allow_null=True)
-    due = s.StrictDateTimeField()
-    last_review = s.StrictDateTimeField(allow_null=True)
-
-
-class CardRecord(ModelRecord):
-    memory = s.StrictIntegerField()
-    fsrs_state = JsonObjectField(FsrsState, required=False, allow_null=True)
-
-    class Meta:
-        model = Card
-        fields = ["memory", *CARD_FIELDS]
-
-
-class CardSnapshot(CardRecord):
-    """A review log's state_before / state_after: what card_undo restores."""
-
-    utility = s.StrictFloatField(min_value=0.0, max_value=1.0, required=False)
-
-    class Meta:
-        model = Card
-        fields = [*(name for name in CARD_FIELDS if name != "created_at"), "version", "utility"]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("partial", True)
-        super().__init__(*args, **kwargs)
-
-
-class ReviewLogRecord(ModelRecord):
-    memory = s.StrictIntegerField()
-    state_before = JsonObjectField(CardSnapshot, required=False)
-    state_after = JsonObjectField(CardSnapshot, required=False)
-
-    class Meta:
-        model = ReviewLog
-        fields = ["memory", *LOG_FIELDS]
 
 
 class EventRecord(ModelRecord):

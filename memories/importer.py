@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, models, transaction
 from django.utils import timezone
@@ -28,11 +29,13 @@ from rest_framework import serializers
 
 from config.api import error_body
 from config.jsonparse import JsonInputError, loads
+from config.queue import enqueue
 from memories import import_records as records
 from memories import serializers as s
 from memories import services
 from memories.bulk import insert_new
 from memories.consolidation import content_hash
+from memories.hooks import memories_imported, transfer_parts
 from memories.models import (
     Association,
     BackgroundRun,
@@ -47,7 +50,6 @@ from memories.models import (
 )
 from memories.text import fold
 from memories.transfer import FORMAT, VERSION
-from review.models import Card, ReviewLog
 
 BATCH = 1000
 
@@ -155,9 +157,13 @@ class _Importer:
         self.triples: set[tuple[str, str, str, int]] = set()
         self.digests: list[tuple[int, dict]] = []
         self.digest_keys: set[tuple] | None = None
-        self.cards: list[tuple[int, int, Card]] = []  # (line, old memory id, card)
-        self.card_of: dict[int, Card] = {}
-        self.logs: list[tuple[int, dict]] = []
+        # Other apps' records (review's cards and logs), each kind read by its part.
+        self.parts = [part.start_import(self) for part in transfer_parts()]
+        self.part_of = {
+            kind: started
+            for part, started in zip(transfer_parts(), self.parts, strict=True)
+            for kind in part.record_types
+        }
         self.events: list[tuple[int, dict]] = []
 
     # Validation helpers.
@@ -198,9 +204,13 @@ class _Importer:
         if not self.header and kind != "header":
             raise self.refuse("type: The first line must be the header record.")
         handler = getattr(self, f"_{kind}", None) if isinstance(kind, str) else None
-        if handler is None:
+        part = self.part_of.get(kind) if isinstance(kind, str) else None
+        if part is not None:
+            part.read(kind, record)
+        elif handler is not None:
+            handler(record)
+        else:
             raise self.refuse(f"type: Unknown record type {kind!r}.")
-        handler(record)
         if kind not in ("header", "end"):
             self.result.counts[kind] = self.result.counts.get(kind, 0) + 1
 
@@ -344,29 +354,6 @@ class _Importer:
         if len(self.digests) >= BATCH:
             self.flush_digests()
 
-    def _card(self, record: dict[str, Any]) -> None:
-        data = self.valid(records.CardRecord, record)
-        old = data.pop("memory")
-        self.seen(old)
-        if old in self.card_of:
-            raise self.refuse(f"memory: Memory {old} has a card earlier in the file.")
-        card = Card(namespace=self.namespace, **data)
-        self.card_of[old] = card
-        self.cards.append((self.line, old, card))
-        if len(self.cards) >= BATCH:
-            self.flush_cards()
-
-    def _review_log(self, record: dict[str, Any]) -> None:
-        data = self.valid(records.ReviewLogRecord, record)
-        old = data.pop("memory")
-        self.seen(old)
-        if old not in self.card_of:
-            raise self.refuse("memory: Its card is not earlier in the file.")
-        data["card"] = self.card_of[old]
-        self.logs.append((self.line, data))
-        if len(self.logs) >= BATCH:
-            self.flush_logs()
-
     def _event(self, record: dict[str, Any]) -> None:
         data = self.valid(records.EventRecord, record)
         data["classification"] = self.level(data, self.seen(data["memory"]))
@@ -403,17 +390,11 @@ class _Importer:
     def flush_memories(self) -> None:
         if not self.memories:
             return
-        from recall.vectorcodes import write_codes
-
         self.write([(line, memory) for line, _, memory in self.memories], ids=True)
         for _, old, memory in self.memories:
             self.new_ids[old] = memory.pk
-        # Imported vectors get their sign codes, which recall ranks first.
-        write_codes(
-            (memory.pk, memory.namespace_id, memory.embedding_model, memory.embedding)
-            for _, _, memory in self.memories
-            if memory.embedding is not None and memory.embedding_model
-        )
+        # Recall gives imported vectors their sign codes, which it ranks first.
+        memories_imported.send(sender=Memory, memories=[memory for _, _, memory in self.memories])
         self.memories = []
 
     def flush_links(self) -> None:
@@ -520,19 +501,6 @@ class _Importer:
         self.write(rows)
         self.digests = []
 
-    def flush_cards(self) -> None:
-        self.flush_memories()
-        for _, old, card in self.cards:
-            card.memory_id = self.new_ids[old]
-        self.write([(line, card) for line, _, card in self.cards], ids=True)
-        self.cards = []
-
-    def flush_logs(self) -> None:
-        self.flush_cards()
-        rows = [(line, ReviewLog(namespace=self.namespace, **data)) for line, data in self.logs]
-        self.write(rows)
-        self.logs = []
-
     def flush_events(self) -> None:
         self.flush_memories()
         ids = self.new_ids
@@ -553,8 +521,8 @@ class _Importer:
         self.flush_relations()
         self.flush_entities()  # entities no relation named
         self.flush_digests()
-        self.flush_cards()
-        self.flush_logs()
+        for part in self.parts:
+            part.finish()
         self.flush_events()
         # Entities named at a lower level than they were stored at (found in the namespace,
         # or lowered by a later line): rare, so one UPDATE each.
@@ -624,8 +592,6 @@ def import_job_create(
     the line it refused. The spool is in the database, not a local file, so the worker
     that runs the job may be on another machine.
     """
-    from memories.tasks import enqueue
-
     request = {
         "ceiling": int(ceiling),
         "apply_settings": apply_settings,
@@ -691,8 +657,6 @@ def import_job_run(*, run_id: int) -> dict[str, Any]:
 
 
 def _import_job_run(run_id: int) -> dict[str, Any]:
-    from django.contrib.auth import get_user_model
-
     with transaction.atomic():
         run = (
             BackgroundRun.objects.select_for_update(of=("self",))

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import models
+from django.db import connection, models
 from django.db.models import Q
 from django.utils import timezone
 
@@ -20,9 +19,8 @@ from config.bounds import (
     validate_datetime,
     validate_finite,
 )
-
-if TYPE_CHECKING:
-    from memories.decay import DecayParams
+from memories.decay import DecayParams, decay_score
+from memories.text import fold
 
 
 class Classification(models.IntegerChoices):
@@ -174,7 +172,6 @@ class Namespace(models.Model):
 
     def decay_params(self) -> DecayParams:
         """This namespace's decay model and parameters, falling back to the global settings."""
-        from memories.decay import DecayParams
 
         def pick(field: str, setting: str) -> float:
             value = getattr(self, field)
@@ -200,20 +197,23 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
 
     def live(self) -> MemoryQuerySet:
         """Memories that recall and review may show: active or promoted."""
-        return self.filter(status__in=(Memory.Status.ACTIVE, Memory.Status.PROMOTED))
+        return self.filter(status__in=LIVE_STATUSES)
 
     def within_ceiling(self, ceiling: int) -> MemoryQuerySet:
         return self.filter(classification__lte=ceiling)
+
+    def visible_to(self, *, namespace_ids: Iterable[int], ceiling: int) -> MemoryQuerySet:
+        """The visibility rule: memories of these namespaces at or below the ceiling.
+
+        Scope.memories() is this; recall's SQL filter is tested against it
+        (tests/recall/test_visibility.py)."""
+        return self.filter(namespace_id__in=list(namespace_ids)).within_ceiling(ceiling)
 
     def unexpired(self, now) -> MemoryQuerySet:
         return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
 
     def containing(self, text: str) -> MemoryQuerySet:
         """Memories whose folded text contains `text`, through each engine's trigram index."""
-        from django.db import connection
-
-        from memories.text import fold
-
         needle = fold(text)
         if connection.vendor == "sqlite" and len(needle) >= 3:
             phrase = '"' + needle.replace('"', '""') + '"'
@@ -386,8 +386,6 @@ class Memory(models.Model):
 
     def decay_score(self, now, params: DecayParams | None = None) -> float:
         """Seed 003's score at `now` with the namespace's decay model."""
-        from memories.decay import decay_score
-
         return decay_score(
             use_count=self.use_count,
             last_used_at=self.last_used_at,
@@ -395,6 +393,11 @@ class Memory(models.Model):
             now=now,
             params=params or self.namespace.decay_params(),
         )
+
+
+# Memories that recall and review show and the sweep still ages. The one declaration:
+# MemoryQuerySet.live(), review's card filters and recall's SQL use it.
+LIVE_STATUSES = (Memory.Status.ACTIVE.value, Memory.Status.PROMOTED.value)
 
 
 class DerivedQuerySet(models.QuerySet):

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from config.dberrors import integrity_kind
 from memories.bulk import insert_new, insert_rows, writer
+from memories.hooks import memories_created
 from memories.models import (
     Association,
     Classification,
@@ -299,10 +300,7 @@ def memory_create(
         source=source,
         now=memory.created_at,
     )
-    # Imported here: review.services imports this module.
-    from review.services import cards_create_for_new_memories
-
-    cards_create_for_new_memories(memories=[memory])
+    memories_created.send(sender=Memory, memories=[memory])
     return memory
 
 
@@ -641,12 +639,9 @@ def _created_event_rows(memories: Iterable[Memory], actor, source: str) -> list[
     ]
 
 
-def _events_and_cards(built: list[Memory], event_rows: list[tuple]) -> None:
+def _events_and_announce(built: list[Memory], event_rows: list[tuple]) -> None:
     insert_rows(MemoryEvent, _EVENT_COLUMNS, event_rows)
-    # Imported here: review.services imports this module.
-    from review.services import cards_create_for_new_memories
-
-    cards_create_for_new_memories(memories=built)
+    memories_created.send(sender=Memory, memories=built)
 
 
 @transaction.atomic
@@ -695,7 +690,7 @@ def memory_bulk_create(
                 chunk = []
         if errors:
             raise ValidationError(errors)
-    _events_and_cards(built, event_rows)
+    _events_and_announce(built, event_rows)
     return built
 
 
@@ -704,7 +699,7 @@ def memories_insert(built: list[Memory], *, actor=None, source: str = "system") 
     """Write built (validated, derived) memories with their 'created' events and cards,
     set-based, all or nothing. The benchmark's corpus loader uses it."""
     insert_new(built, ids=True)
-    _events_and_cards(built, _created_event_rows(built, actor, source))
+    _events_and_announce(built, _created_event_rows(built, actor, source))
 
 
 NAMESPACE_EDITABLE_FIELDS = (

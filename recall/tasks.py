@@ -6,26 +6,26 @@ from typing import Any
 
 from django.conf import settings
 
-from memories.backfill import embeddings_backfill
+from config.queue import enqueue
 from memories.models import BackgroundRun
-from memories.tasks import enqueue, run_recorded
+from memories.tasks import run_recorded
+from recall.backfill import embeddings_backfill
+from recall.embeddings import embed_texts, get_provider
+from recall.termstats import refresh
+from recall.vectorcodes import sync_codes
 
 # One provider call may embed a whole batch on a small CPU: far beyond a query's budget.
 BATCH_TIMEOUT_SECONDS = 60.0
 
 
 class ProviderEmbedder:
-    """recall.embeddings' configured provider, seen through memories.backfill.Embedder."""
+    """recall.embeddings' configured provider, seen through recall.backfill.Embedder."""
 
     def __init__(self, provider: str | None = None) -> None:
-        from recall.embeddings import get_provider
-
         self.provider = get_provider(provider)
         self.model = self.provider.model
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
-        from recall.embeddings import embed_texts
-
         timeout = max(settings.EMBEDDING_TIMEOUT, BATCH_TIMEOUT_SECONDS)
         return embed_texts(texts, kind="passage", provider=self.provider, timeout=timeout).tolist()
 
@@ -36,8 +36,6 @@ def embedding_backfill(namespace_id: int | None = None) -> dict[str, Any]:
         return {"skipped": "EMBEDDING_ENABLED is off"}
 
     def work() -> dict[str, Any]:
-        from recall.vectorcodes import sync_codes
-
         counts = embeddings_backfill(
             embedder=ProviderEmbedder(),
             namespace=namespace_id,
@@ -64,8 +62,6 @@ def embedding_backfill_enqueue(*, namespace_id: int | None = None) -> None:
 
 def term_stats_refresh(namespace_id: int | None = None) -> dict[str, Any]:
     """Scheduled: recompute the full-text statistics of large, changed namespaces."""
-    from recall.termstats import refresh
-
     return run_recorded(
         BackgroundRun.Kind.TERM_STATS,
         lambda: refresh(namespace=namespace_id).counts(),

@@ -8,7 +8,7 @@ only those exactly by cosine from `Memory.embedding` (recall.stages.embedding_se
 
 Codes live in `recall.EmbeddingCode` (one row per memory with a vector; a narrow table,
 so the scan never touches memories_memory's wide rows) and are written wherever vectors
-are: `recall.embeddings.embed_pending`, `memories.backfill.embeddings_backfill`, the
+are: `recall.embeddings.embed_pending`, `recall.backfill.embeddings_backfill`, the
 namespace import. `sync_codes` computes the missing ones and drops stale ones (the
 embedding backfill task runs it, so a vector written by any other path gets its code
 within one backfill interval); until then such a memory is invisible to Se, never wrong.
@@ -18,8 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 from django.db import connection
 from django.db.models import F
+
+from memories.models import Memory
+from recall.models import EmbeddingCode
 
 # (memory id, namespace id, embedding model, float32 vector bytes)
 CodeSource = tuple[int, int, str, bytes]
@@ -33,16 +37,12 @@ def sign_code(vector) -> bytes:
     code. Dimensions not a multiple of 8 are padded with zero bits (alike in every code
     of a model, so they never count in a distance).
     """
-    import numpy as np
-
     return np.packbits(np.asarray(vector, dtype=np.float32).ravel() > 0).tobytes()
 
 
 def sign_codes(blobs: Sequence[bytes]) -> list[bytes | None]:
     """sign_code of each float32 vector blob, vectorised per dimension; None for a blob
     that is empty or not whole float32s."""
-    import numpy as np
-
     out: list[bytes | None] = [None] * len(blobs)
     by_length: dict[int, list[int]] = {}
     for index, blob in enumerate(blobs):
@@ -62,8 +62,6 @@ def write_codes(sources: Iterable[CodeSource]) -> int:
     Call it in the transaction that writes the vectors. A missing or malformed vector
     removes the memory's code instead.
     """
-    from recall.models import EmbeddingCode
-
     sources = list(sources)
     if not sources:
         return 0
@@ -95,9 +93,6 @@ def sync_codes(*, namespace_ids: Sequence[int] | None = None, batch_size: int = 
     model than the memory's vector; stale means the memory has no vector any more (its
     content changed) or its vector is of another model.
     """
-    from memories.models import Memory
-    from recall.models import EmbeddingCode
-
     stale = EmbeddingCode.objects.exclude(
         memory__embedding__isnull=False, memory__embedding_model=F("model")
     )

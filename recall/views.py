@@ -20,13 +20,13 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
+from config.web import render_page, user_tz
+from memories.auth import Scope
 from memories.forms import DashboardForm, add_service_errors
 from memories.models import Classification, Memory, Namespace
 from memories.text import fold
-from memories.views import render_page, scope_of
 from recall.services import MAX_LIMIT, recall_run
 from recall.stages import analyse_query
-from review.views import user_tz
 
 STAGE_NAMES = {
     "Sf": "Full text",
@@ -133,7 +133,7 @@ def _hit_rows(result, terms: list[str]) -> list[dict[str, Any]]:
 @login_required
 def search(request: HttpRequest) -> HttpResponse:
     """Recall over the person's namespaces, with filters, explanations and stage timings."""
-    scope = scope_of(request)
+    scope = Scope.of(request)
     namespaces = list(scope.namespaces().order_by("name"))
     form = SearchForm(request.GET or None, namespaces=namespaces)
     result = None

@@ -15,9 +15,7 @@ from config.bounds import (
     validate_datetime,
     validate_finite,
 )
-from memories.models import Memory, Namespace
-
-LIVE_STATUSES = (Memory.Status.ACTIVE, Memory.Status.PROMOTED)
+from memories.models import LIVE_STATUSES, Memory, Namespace
 
 
 class CardQuerySet(models.QuerySet["Card"]):
@@ -100,6 +98,24 @@ class Card(models.Model):
 
     def is_due(self, now) -> bool:
         return self.next_review is not None and self.next_review <= now
+
+
+# A card's scheduling state: what a ReviewLog snapshots, card_undo restores and an export
+# carries (without version, which is local to a database). The one declaration.
+CARD_STATE_FIELDS = (
+    "scheduler",
+    "easiness",
+    "interval_days",
+    "repetitions",
+    "next_review",
+    "last_quality",
+    "last_reviewed_at",
+    "first_reviewed_at",
+    "total_reviews",
+    "correct_reviews",
+    "fsrs_state",
+    "version",
+)
 
 
 class ReviewLog(models.Model):

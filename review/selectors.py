@@ -18,9 +18,8 @@ from django.db.models.expressions import Window
 from django.db.models.functions import Coalesce, RowNumber, TruncDate
 from django.utils import timezone
 
-from memories.models import Memory, Namespace
+from memories.models import LIVE_STATUSES, Memory, Namespace
 from review.models import (
-    LIVE_STATUSES,
     Card,
     CardQuerySet,
     ReviewLog,

@@ -22,9 +22,9 @@ from django.db.models import F, Max, Min, QuerySet
 from django.utils import timezone
 
 from memories.bulk import insert_rows
-from memories.models import Memory, MemoryEvent, Namespace
+from memories.models import LIVE_STATUSES, Memory, MemoryEvent, Namespace
 from memories.services import memory_touch
-from review.models import LIVE_STATUSES, Card, ReviewLog, StudySession, StudySessionItem
+from review.models import CARD_STATE_FIELDS, Card, ReviewLog, StudySession, StudySessionItem
 from review.selectors import (
     CramScore,
     card_state,
@@ -42,21 +42,6 @@ CRAM_MAX_CARDS = 500
 
 Grade = int | Button | str
 
-# What a ReviewLog snapshots and card_undo restores.
-_STATE_FIELDS = (
-    "scheduler",
-    "easiness",
-    "interval_days",
-    "repetitions",
-    "next_review",
-    "last_quality",
-    "last_reviewed_at",
-    "fsrs_state",
-    "total_reviews",
-    "correct_reviews",
-    "first_reviewed_at",
-    "version",
-)
 _DATETIME_FIELDS = frozenset({"next_review", "last_reviewed_at", "first_reviewed_at"})
 
 
@@ -279,7 +264,7 @@ def grade_quality(grade: Grade) -> int:
 
 def _snapshot(card: Card) -> dict[str, Any]:
     data: dict[str, Any] = {}
-    for name in _STATE_FIELDS:
+    for name in CARD_STATE_FIELDS:
         value = getattr(card, name)
         data[name] = value.isoformat() if isinstance(value, datetime) else value
     return data
@@ -287,7 +272,7 @@ def _snapshot(card: Card) -> dict[str, Any]:
 
 def _restorable(snapshot: dict[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for name in _STATE_FIELDS:
+    for name in CARD_STATE_FIELDS:
         value = snapshot.get(name)
         if name in _DATETIME_FIELDS and value is not None:
             value = datetime.fromisoformat(value)
@@ -389,7 +374,7 @@ def card_grade(
         # counted as one, and the simulated worker must not keep memories from decaying.
         if settings.AUTO_REINFORCE and passed and source == ReviewLog.Source.HUMAN:
             memory_touch(memory=memory, actor=user, source=source, now=now)
-    _assign(card, {name: getattr(current, name) for name in _STATE_FIELDS})
+    _assign(card, {name: getattr(current, name) for name in CARD_STATE_FIELDS})
     return log
 
 
@@ -483,7 +468,7 @@ def card_undo(*, card: Card, user: Any = None, now: datetime | None = None) -> R
         source=log.source,
         now=now,
     )
-    _assign(card, {name: getattr(locked, name) for name in _STATE_FIELDS})
+    _assign(card, {name: getattr(locked, name) for name in CARD_STATE_FIELDS})
     return log
 
 

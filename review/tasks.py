@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from config.queue import enqueue
 from memories.models import BackgroundRun
-from memories.tasks import enqueue, run_recorded
+from memories.tasks import run_recorded
+from review.worker import simulated_recall_run
 
 
 def simulated_recall(namespace_id: int | None = None) -> dict[str, Any]:
     """Scheduled: the simulated recall worker over agent namespaces (seed 000)."""
-    from review.worker import simulated_recall_run
-
     return run_recorded(
         BackgroundRun.Kind.SIMULATED_RECALL,
         lambda: simulated_recall_run(namespace=namespace_id).counts(),

@@ -1,10 +1,12 @@
+"""Review's pages (the home page, review and cram sessions) and API routes (/api/v1/review/...)."""
+
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
-from review import api
+from review import api, views
 
-urlpatterns = [
+api_urlpatterns = [
     path("review/queue", api.QueueView.as_view(), name="api-review-queue"),
     path("review/stats", api.StatsView.as_view(), name="api-review-stats"),
     path("review/cards/<int:pk>/grade", api.CardGradeView.as_view(), name="api-card-grade"),
@@ -24,3 +26,21 @@ urlpatterns = [
     path("review/cram/<int:pk>/answer", api.CramAnswerView.as_view(), name="api-cram-answer"),
     path("review/cram/<int:pk>/finish", api.CramFinishView.as_view(), name="api-cram-finish"),
 ]
+
+pages = [
+    path("", views.home, name="home"),
+    path("review/", views.review_index, name="review-index"),
+    path("review/start", views.review_start, name="review-start"),
+    path("review/<int:pk>/", views.review_session, name="review-session"),
+    path("review/<int:pk>/grade", views.review_grade, name="review-grade"),
+    path("review/<int:pk>/undo", views.review_undo, name="review-undo"),
+    path("review/<int:pk>/finish", views.review_finish, name="review-finish"),
+    path("cram/", views.cram_index, name="cram-index"),
+    path("cram/start", views.cram_start, name="cram-start"),
+    path("cram/<int:pk>/", views.cram_session, name="cram-session"),
+    path("cram/<int:pk>/answer", views.cram_answer, name="cram-answer"),
+    path("cram/<int:pk>/finish", views.cram_finish, name="cram-finish"),
+]
+
+# config/urls.py includes every app's urls.py at the site root.
+urlpatterns = [path("api/v1/", include(api_urlpatterns)), *pages]

@@ -12,7 +12,6 @@ import zoneinfo
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
@@ -22,21 +21,20 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from config.web import render_page, see_other, user_tz
 from memories.auth import Scope
-from memories.models import BackgroundRun, MemoryEvent, Namespace
+from memories.models import LIVE_STATUSES, BackgroundRun, MemoryEvent, Namespace
 from memories.plots import decay_histogram_svg, forecast_svg, reviews_per_day_svg
+from memories.sweep import EVENT_SOURCE
 from memories.views import (
     HISTOGRAM_BIN_WIDTH,
     decay_histogram,
     decay_thresholds,
-    render_page,
-    scope_of,
-    see_other,
 )
 from review import selectors, services
 from review.api import card_payload
 from review.forms import CramAnswerForm, GradeForm, StartForm
-from review.models import LIVE_STATUSES, Card, ReviewLog, StudySession
+from review.models import Card, ReviewLog, StudySession
 from review.sm2 import Button
 
 BUTTONS = (
@@ -54,11 +52,6 @@ RUN_COUNT_HIDDEN = {"duration_seconds", "batches", "examined", "runs_pruned"}
 # mid-session: the page shows such a card with a Restore button rather than skipping it
 # (the API, which cannot grade them, skips them). Cards above the ceiling are always hidden.
 LIVE_ONLY = False
-
-
-def user_tz() -> zoneinfo.ZoneInfo:
-    """Where "today" is: the server's TIME_ZONE (docs/dashboard.md)."""
-    return zoneinfo.ZoneInfo(settings.TIME_ZONE)
 
 
 def format_interval(days: float) -> str:
@@ -94,7 +87,7 @@ def deck_overview(scope: Scope, tz: zoneinfo.ZoneInfo, now: datetime) -> list[di
 
 
 def _active_sessions(request: HttpRequest, mode: str) -> list[StudySession]:
-    scope = scope_of(request)
+    scope = Scope.of(request)
     return list(
         selectors.study_sessions_resumable(
             namespace_ids=scope.namespace_ids,
@@ -126,9 +119,7 @@ def _run_counts(run: BackgroundRun) -> list[tuple[str, Any]]:
 
 def _background(request: HttpRequest, now: datetime) -> dict[str, Any]:
     """The last runs that touched the person's namespaces, and what the sweep did to them."""
-    from memories.sweep import EVENT_SOURCE
-
-    scope = scope_of(request)
+    scope = Scope.of(request)
     ids = scope.namespace_ids
     runs = list(
         BackgroundRun.objects.filter(Q(namespace__isnull=True) | Q(namespace_id__in=ids))
@@ -187,7 +178,7 @@ def _stats_context(
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     """Due cards per namespace and deck, statistics and plots, the last background runs."""
-    scope = scope_of(request)
+    scope = Scope.of(request)
     tz, now = user_tz(), timezone.now()
     overview = deck_overview(scope, tz, now)
     wanted = request.GET.get("namespace")
@@ -209,7 +200,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def _session(request: HttpRequest, pk: int, mode: str) -> StudySession:
-    scope = scope_of(request)
+    scope = Scope.of(request)
     return get_object_or_404(
         selectors.study_sessions_visible(ceiling=scope.ceiling)
         .filter(namespace_id__in=scope.namespace_ids, user=request.user, mode=mode)
@@ -223,7 +214,7 @@ def _start(request: HttpRequest) -> tuple[Namespace, str | None] | None:
     if not form.is_valid():
         return None
     namespace = get_object_or_404(
-        scope_of(request).namespaces(), slug=form.cleaned_data["namespace"]
+        Scope.of(request).namespaces(), slug=form.cleaned_data["namespace"]
     )
     deck = form.cleaned_data["deck"] if "deck" in request.POST else None
     return namespace, deck
@@ -234,7 +225,7 @@ def _start(request: HttpRequest) -> tuple[Namespace, str | None] | None:
 def review_index(request: HttpRequest) -> HttpResponse:
     """Pick what to study: sessions to resume and every deck with its due and new cards."""
     context = {
-        "overview": deck_overview(scope_of(request), user_tz(), timezone.now()),
+        "overview": deck_overview(Scope.of(request), user_tz(), timezone.now()),
         "active": _active_sessions(request, StudySession.Mode.STUDY),
     }
     return render_page(request, "review/index.html", context)
@@ -254,7 +245,7 @@ def review_start(request: HttpRequest) -> HttpResponse:
         tz=user_tz(),
         user=request.user,
         deck=deck,
-        ceiling=scope_of(request).ceiling,
+        ceiling=Scope.of(request).ceiling,
     )
     return see_other(reverse("review-session", args=[session.pk]))
 
@@ -283,7 +274,7 @@ def _study_context(
     request: HttpRequest, session: StudySession, *, error: str = ""
 ) -> dict[str, Any]:
     now = timezone.now()
-    ceiling = scope_of(request).ceiling
+    ceiling = Scope.of(request).ceiling
     progress = selectors.study_session_progress(
         session=session, ceiling=ceiling, live_only=LIVE_ONLY
     )
@@ -407,7 +398,7 @@ def review_finish(request: HttpRequest, pk: int) -> HttpResponse:
 def cram_index(request: HttpRequest) -> HttpResponse:
     """Pick a deck to cram: every card of it in random order, nothing rescheduled."""
     context = {
-        "overview": deck_overview(scope_of(request), user_tz(), timezone.now()),
+        "overview": deck_overview(Scope.of(request), user_tz(), timezone.now()),
         "active": _active_sessions(request, StudySession.Mode.CRAM),
     }
     return render_page(request, "review/cram_index.html", context)
@@ -423,7 +414,7 @@ def cram_start(request: HttpRequest) -> HttpResponse:
     namespace, deck = picked
     try:
         session = services.cram_start(
-            namespace=namespace, user=request.user, deck=deck, ceiling=scope_of(request).ceiling
+            namespace=namespace, user=request.user, deck=deck, ceiling=Scope.of(request).ceiling
         )
     except services.ReviewError as exc:
         messages.error(request, exc.message)
@@ -434,7 +425,7 @@ def cram_start(request: HttpRequest) -> HttpResponse:
 def _cram_context(
     request: HttpRequest, session: StudySession, *, error: str = ""
 ) -> dict[str, Any]:
-    ceiling = scope_of(request).ceiling
+    ceiling = Scope.of(request).ceiling
     progress = selectors.study_session_progress(
         session=session, ceiling=ceiling, live_only=LIVE_ONLY
     )
@@ -493,7 +484,7 @@ def cram_answer(request: HttpRequest, pk: int) -> HttpResponse:
         )
     except services.ReviewError as exc:
         error = exc.message
-    ceiling = scope_of(request).ceiling
+    ceiling = Scope.of(request).ceiling
     progress = selectors.study_session_progress(
         session=session, ceiling=ceiling, live_only=LIVE_ONLY
     )
@@ -506,5 +497,5 @@ def cram_answer(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def cram_finish(request: HttpRequest, pk: int) -> HttpResponse:
     session = _session(request, pk, StudySession.Mode.CRAM)
-    services.cram_finish(session=session, ceiling=scope_of(request).ceiling)
+    services.cram_finish(session=session, ceiling=Scope.of(request).ceiling)
     return _cram_response(request, session)

@@ -6,7 +6,7 @@ from array import array
 
 import pytest
 
-from memories.backfill import BackfillError, embeddings_backfill, pending_embeddings
+from recall.backfill import BackfillError, embeddings_backfill, pending_embeddings
 from memories.models import BackgroundRun, Memory
 
 pytestmark = pytest.mark.django_db

@@ -67,7 +67,12 @@ def test_the_sql_rule_agrees_with_the_python_rule(remember):
     rule = CorePromotionRule()
     for memory, (sessions, access, stability) in zip(memories, cases, strict=True):
         expected = should_promote_to_core(
-            session_ids=sessions, access_count=access, stability=stability, rule=rule
+            status="active",
+            tier="short_term",
+            session_ids=sessions,
+            access_count=access,
+            stability=stability,
+            rule=rule,
         )
         assert (state(memory)[1] == "core") is expected, (sessions, access, stability)
 
@@ -114,7 +119,7 @@ def test_a_core_memory_stays_core_and_hot_however_old(remember):
 def test_the_thresholds_are_settings(remember):
     memory = remember(days_ago=2, session_ids=["a", "b"], access_count=1, stability=0.1)
     config = SweepConfig.from_settings(
-        core_min_sessions=2, core_min_access_count=1, core_min_stability=0.1
+        core=CorePromotionRule(min_sessions=2, min_access_count=1, min_stability=0.1)
     )
 
     sweep_run(now=NOW, config=config)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -12,7 +13,13 @@ from django.test.utils import CaptureQueriesContext
 from memories import services as memory_services
 from memories.decay import DecayParams, decay_score
 from memories.models import Memory, MemoryEvent, Namespace
-from memories.sweep import SweepConfig, memories_purge_forgotten, sweep_run
+from memories.sweep import (
+    SweepConfig,
+    cold_rule_from_settings,
+    memories_purge_forgotten,
+    sweep_run,
+    thresholds_from_settings,
+)
 from review.models import Card
 from review.services import card_ensure
 from tests.background.conftest import NOW, state, sweep_events
@@ -84,7 +91,8 @@ def test_a_fresh_memory_is_not_promoted_until_it_has_been_used(remember):
     assert state(fresh) == ACTIVE_SHORT
     assert state(used)[0] == "promoted"
 
-    sweep_run(now=NOW, config=SweepConfig.from_settings(promote_score_min_uses=0))
+    literal = replace(thresholds_from_settings(), promote_score_min_uses=0)
+    sweep_run(now=NOW, config=SweepConfig.from_settings(thresholds=literal))
     assert state(fresh)[0] == "promoted"  # seed 003 to the letter
 
 
@@ -108,9 +116,13 @@ def test_the_thresholds_are_inclusive_for_promote_and_strict_for_forget(remember
     at_forget = remember(days_ago=3, strength=0.1)  # 0.5 * 0.1 = 0.05
 
     # exp(-ln 2) may round a hair below 0.5, hence the 1e-12 of slack.
-    config = SweepConfig.from_settings(
-        promote_threshold=0.65 - 1e-12, forget_threshold=0.05 - 1e-12, promote_score_min_uses=0
+    thresholds = replace(
+        thresholds_from_settings(),
+        promote=0.65 - 1e-12,
+        forget=0.05 - 1e-12,
+        promote_score_min_uses=0,
     )
+    config = SweepConfig.from_settings(thresholds=thresholds)
     sweep_run(now=NOW, config=config)
 
     assert state(at_promote)[0] == "promoted"
@@ -240,7 +252,8 @@ def test_a_cold_memory_unused_past_the_archive_age_is_archived(remember):
 def test_archiving_can_be_switched_off(remember):
     old = remember(days_ago=500, tier="long_term", status="promoted", storage="cold")
 
-    sweep_run(now=NOW, config=SweepConfig.from_settings(archive_after_days=0))
+    never = replace(cold_rule_from_settings(), archive_after_days=0)
+    sweep_run(now=NOW, config=SweepConfig.from_settings(cold=never))
 
     assert state(old)[0] == "promoted"
 

@@ -13,9 +13,9 @@ from django.utils import timezone
 from django_q.models import OrmQ, Schedule, Task
 from django_q.tasks import async_task
 
+from config.queue import Q_OPTIONS
 from memories.models import BackgroundRun, Memory, MemoryEvent
 from memories.tasks import (
-    Q_OPTIONS,
     SCHEDULES,
     _current_task,
     background_runs_prune,
@@ -59,7 +59,7 @@ def test_a_failing_task_is_recorded_and_re_raised(monkeypatch, db):
     def broken(**kwargs):
         raise RuntimeError("database on fire")
 
-    monkeypatch.setattr("memories.sweep.sweep_run", broken)
+    monkeypatch.setattr("memories.tasks.sweep_run", broken)
 
     with pytest.raises(RuntimeError, match="on fire"):
         decay_sweep()

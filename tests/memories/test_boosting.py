@@ -9,18 +9,45 @@ from hypothesis import strategies as st
 
 from memories.boosting import (
     BoostConfig,
+    ColdStorageRule,
     CorePromotionRule,
     Reactivation,
+    at_floor,
     boosted_stability,
     reactivation,
+    should_archive,
     should_move_to_cold,
     should_promote_to_core,
     spaced_rep_factor,
 )
+from memories.decay import Thresholds
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 CONFIG = BoostConfig()
 RULE = CorePromotionRule()
+COLD = ColdStorageRule()
+THRESHOLDS = Thresholds()
+
+
+def core(**row) -> bool:
+    row = {"status": "active", "tier": "short_term", "rule": RULE, **row}
+    return should_promote_to_core(**row)
+
+
+def faded(**row) -> dict:
+    """A promoted long-term hot memory at its floor: unused for 20 days, never recalled."""
+    return {
+        "status": "promoted",
+        "tier": "long_term",
+        "storage": "hot",
+        "score": 0.05,
+        "last_used_at": NOW - timedelta(days=20),
+        "last_accessed_at": None,
+        "now": NOW,
+        "thresholds": THRESHOLDS,
+        "rule": COLD,
+        **row,
+    }
 
 
 def test_it_reproduces_seed_001_worked_example():
@@ -90,9 +117,16 @@ def test_it_never_lowers_stability_nor_exceeds_the_cap(stability, days, direct):
 
 
 def test_it_promotes_to_core_after_three_distinct_sessions_and_enough_use():
-    assert should_promote_to_core(
-        session_ids=["a", "b", "c"], access_count=5, stability=0.5, rule=RULE
-    )
+    assert core(session_ids=["a", "b", "c"], access_count=5, stability=0.5)
+    assert core(session_ids=["a", "b", "c"], access_count=5, stability=0.5, tier="long_term")
+    assert core(session_ids=["a", "b", "c"], access_count=5, stability=0.5, status="promoted")
+
+
+@pytest.mark.parametrize(("status", "tier"), [("active", "core"), ("forgotten", "short_term"),
+                                              ("archived", "long_term")])  # fmt: skip
+def test_core_and_dead_memories_are_not_promoted_to_core(status, tier):
+    assert not core(session_ids=["a", "b", "c"], access_count=9, stability=1.0, status=status,
+                    tier=tier)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -105,18 +139,36 @@ def test_it_promotes_to_core_after_three_distinct_sessions_and_enough_use():
     ],
 )
 def test_it_does_not_promote_to_core_when_any_condition_fails(sessions, access_count, stability):
-    assert not should_promote_to_core(
-        session_ids=sessions, access_count=access_count, stability=stability, rule=RULE
-    )
+    assert not core(session_ids=sessions, access_count=access_count, stability=stability)
 
 
 def test_it_moves_faded_long_term_memories_to_cold_storage():
-    assert should_move_to_cold(tier="long_term", score=0.05)
-    assert should_move_to_cold(tier="long_term", score=0.2, floor=0.3)
-    assert not should_move_to_cold(tier="long_term", score=0.051)
-    assert not should_move_to_cold(tier="long_term", score=0.01, cold=True)
-    assert not should_move_to_cold(tier="short_term", score=0.0)
-    assert not should_move_to_cold(tier="core", score=0.0)
+    assert should_move_to_cold(**faded())
+    assert should_move_to_cold(**faded(score=0.2, rule=ColdStorageRule(floor=0.3)))
+    assert not should_move_to_cold(**faded(score=0.051))
+    assert not should_move_to_cold(**faded(storage="cold"))
+    assert not should_move_to_cold(**faded(tier="short_term", status="active"))
+    assert not should_move_to_cold(**faded(tier="core"))
+
+
+def test_a_memory_sits_at_its_floor_only_unused_in_the_window_and_unrecalled_in_the_grace():
+    assert at_floor(**{k: v for k, v in faded().items() if k not in ("status", "tier", "storage")})
+    window_start, grace_start = NOW - timedelta(days=14), NOW - timedelta(days=7)
+    assert not should_move_to_cold(**faded(last_used_at=window_start))
+    assert should_move_to_cold(**faded(last_used_at=window_start - timedelta(microseconds=1)))
+    assert not should_move_to_cold(**faded(last_accessed_at=grace_start))
+    assert should_move_to_cold(**faded(last_accessed_at=grace_start - timedelta(microseconds=1)))
+
+
+def test_it_archives_long_unused_cold_or_faded_long_term_memories():
+    half_year = NOW - timedelta(days=180)
+    old = half_year - timedelta(microseconds=1)
+    assert should_archive(**faded(last_used_at=old))
+    assert should_archive(**faded(last_used_at=old, storage="cold", score=1.5))
+    assert not should_archive(**faded(last_used_at=old, score=1.5))  # hot, above its floor
+    assert not should_archive(**faded(last_used_at=half_year, storage="cold"))
+    assert not should_archive(**faded(last_used_at=old, rule=ColdStorageRule(archive_after_days=0)))
+    assert not should_archive(**faded(last_used_at=old, tier="core"))
 
 
 def test_it_reactivates_a_cold_memory_reached_through_an_association():
@@ -173,16 +225,14 @@ def test_it_refuses_a_non_finite_stability_when_boosting(stability):
 @pytest.mark.parametrize("stability", NOT_FINITE)
 def test_it_refuses_a_non_finite_stability_when_promoting(stability):
     with pytest.raises(ValueError, match="stability must be a finite number"):
-        should_promote_to_core(
-            session_ids=["a", "b", "c"], access_count=9, stability=stability, rule=RULE
-        )
+        core(session_ids=["a", "b", "c"], access_count=9, stability=stability)
 
 
 @pytest.mark.parametrize("score", NOT_FINITE)
 def test_it_refuses_a_non_finite_score_when_moving_to_cold(score):
     # Before: NaN <= floor is False, so a NaN-scored memory never went cold.
     with pytest.raises(ValueError, match="score must be a finite number"):
-        should_move_to_cold(tier="long_term", score=score)
+        should_move_to_cold(**faded(score=score))
 
 
 @pytest.mark.parametrize(

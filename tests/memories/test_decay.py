@@ -11,12 +11,14 @@ from memories.decay import (
     DECAY_MODELS,
     DecayParams,
     Thresholds,
+    count_uses_in_window,
     decay_curve,
     decay_factor,
     decay_score,
     decay_score_after,
     half_life_to_lambda,
     in_danger_zone,
+    iso_second,
     lambda_to_half_life,
     parabola_boost,
     power_law_t0_seconds,
@@ -128,17 +130,70 @@ def test_it_rejects_unknown_models_and_bad_shapes():
         DecayParams(fast_weight=1.5)
 
 
+def promote(**row) -> bool:
+    """should_promote for an active short-term memory used 5 times, the last an hour ago."""
+    row = {
+        "status": "active",
+        "tier": "short_term",
+        "use_count": 5,
+        "last_used_at": NOW - timedelta(hours=1),
+        "uses_in_window": 0,
+        "thresholds": THRESHOLDS,
+        **row,
+    }
+    return should_promote(now=NOW, **row)
+
+
 def test_it_promotes_on_score_or_on_uses_in_window():
-    assert should_promote(score=0.65, uses_in_window=0, thresholds=THRESHOLDS)
-    assert should_promote(score=0.1, uses_in_window=5, thresholds=THRESHOLDS)
-    assert not should_promote(score=0.649, uses_in_window=4, thresholds=THRESHOLDS)
+    assert promote(score=0.65)
+    assert promote(score=0.1, uses_in_window=5)
+    assert not promote(score=0.649, uses_in_window=4)
 
 
-def test_it_forgets_only_short_term_memories_strictly_below_the_threshold():
-    assert should_forget(score=0.049, tier="short_term", thresholds=THRESHOLDS)
-    assert not should_forget(score=0.05, tier="short_term", thresholds=THRESHOLDS)
-    assert not should_forget(score=0.0, tier="long_term", thresholds=THRESHOLDS)
-    assert not should_forget(score=0.0, tier="core", thresholds=THRESHOLDS)
+def test_the_score_alone_promotes_only_a_memory_used_at_least_once():
+    # A fresh memory scores (0 + 1)^0.6 * 1 * 1 = 1.0: seed 003 to the letter would promote
+    # it at once. PROMOTE_SCORE_MIN_USES (1) makes it prove itself; 0 is the literal rule.
+    assert not promote(score=1.0, use_count=0)
+    assert promote(score=1.0, use_count=1)
+    assert promote(score=1.0, use_count=0, thresholds=Thresholds(promote_score_min_uses=0))
+
+
+def test_uses_in_the_window_count_only_when_the_row_can_have_them():
+    assert not promote(score=0.1, uses_in_window=5, use_count=4)
+    assert not promote(score=0.1, uses_in_window=5, last_used_at=NOW - timedelta(days=15))
+    assert promote(score=0.1, uses_in_window=5, last_used_at=NOW - timedelta(days=14))
+
+
+@pytest.mark.parametrize(("status", "tier"), [("promoted", "short_term"), ("active", "long_term"),
+                                              ("active", "core"), ("forgotten", "short_term")])
+def test_only_active_short_term_memories_are_promoted(status, tier):
+    assert not promote(score=2.0, uses_in_window=9, status=status, tier=tier)
+
+
+def test_uses_in_the_window_are_touches_and_recall_times_from_its_start_on():
+    start = NOW - timedelta(days=14)
+    touched = [start - timedelta(microseconds=1), start, NOW]
+    recalls = [iso_second(start), iso_second(start - timedelta(seconds=1)) + "+00:00",
+               f"{iso_second(NOW)}.5+00:00", 17, None, "0000-garbage"]  # fmt: skip
+
+    assert iso_second(start) == "2025-02-15T12:00:00"
+    counted = count_uses_in_window(touched_at=touched, recall_timestamps=recalls, window_start=start)
+    assert counted == 2 + 2
+    # Entries compare as text, so a malformed one never raises; it merely sorts somewhere.
+    assert count_uses_in_window(touched_at=[], recall_timestamps=["zzz"], window_start=start) == 1
+
+
+def forget(score: float, *, status: str = "active", tier: str = "short_term") -> bool:
+    return should_forget(status=status, tier=tier, score=score, thresholds=THRESHOLDS)
+
+
+def test_it_forgets_only_active_short_term_memories_strictly_below_the_threshold():
+    assert forget(0.049)
+    assert not forget(0.05)
+    assert not forget(0.0, tier="long_term")
+    assert not forget(0.0, tier="core")
+    assert not forget(0.0, status="promoted")
+    assert not forget(0.0, status="forgotten")
 
 
 def test_it_forgets_an_untouched_memory_after_about_13_days():
@@ -152,8 +207,8 @@ def test_it_forgets_an_untouched_memory_after_about_13_days():
         )
 
     crossing = 3 * math.log2(1 / 0.05)  # 12.97 days
-    assert not should_forget(score=score(crossing - 0.01), tier="short_term", thresholds=THRESHOLDS)
-    assert should_forget(score=score(crossing + 0.01), tier="short_term", thresholds=THRESHOLDS)
+    assert not forget(score(crossing - 0.01))
+    assert forget(score(crossing + 0.01))
 
 
 @pytest.mark.parametrize(
@@ -276,13 +331,15 @@ def test_it_refuses_a_non_finite_strength(strength):
 @pytest.mark.parametrize(
     "check",
     [
-        lambda score: should_promote(score=score, uses_in_window=0, thresholds=THRESHOLDS),
-        lambda score: should_forget(score=score, tier="short_term", thresholds=THRESHOLDS),
+        lambda score: promote(score=score),
+        lambda score: forget(score),
+        lambda score: forget(score, status="forgotten"),
         lambda score: in_danger_zone(score, THRESHOLDS),
         lambda score: review_priority(score, THRESHOLDS),
         lambda score: parabola_boost(score, THRESHOLDS),
     ],
-    ids=["should_promote", "should_forget", "in_danger_zone", "review_priority", "parabola_boost"],
+    ids=["should_promote", "should_forget", "should_forget_out_of_scope", "in_danger_zone"]
+    + ["review_priority", "parabola_boost"],
 )
 @pytest.mark.parametrize("score", NOT_FINITE)
 def test_it_refuses_a_non_finite_score(check, score):

@@ -114,7 +114,7 @@ def test_embed_pending_writes_a_code_with_each_vector(make_memory):
 
 
 def test_the_backfill_writes_a_code_with_each_vector(make_memory):
-    from memories.backfill import embeddings_backfill
+    from recall.backfill import embeddings_backfill
 
     class Embedder:
         model = "backfill-v1"
@@ -129,7 +129,8 @@ def test_the_backfill_writes_a_code_with_each_vector(make_memory):
 
 
 def test_imported_vectors_get_their_codes(user, namespace, make_memory):
-    from memories.transfer import namespace_export, namespace_import
+    from memories.importer import namespace_import
+    from memories.transfer import namespace_export
 
     memory = make_memory("exported with its vector")
     give_vector(memory, [1.0, -1.0, 1.0, -1.0])

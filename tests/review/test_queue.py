@@ -5,9 +5,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from benchmarks.review import build_namespace, drop_namespace
 from memories import services as memory_services
 from memories.models import Classification, Memory
-from review.bench import build_namespace, drop_namespace
 from review.models import Card
 from review.selectors import (
     QUEUE_WINDOW_FACTOR,

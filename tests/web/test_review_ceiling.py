@@ -15,10 +15,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memories import services
-from memories import views as memory_views
+from memories.auth import Scope
 from memories.models import Classification, Namespace
 from review import services as review_services
-from review import views as review_views
 from review.models import Card, StudySession, StudySessionItem
 
 pytestmark = pytest.mark.django_db
@@ -55,12 +54,14 @@ def secret(personal):
 def public_viewer(monkeypatch):
     """The dashboard's scope, lowered to the public ceiling."""
 
-    def lowered(request):
-        scope = memory_views.scope_of(request)
+    original = Scope.of.__func__
+
+    def lowered(cls, request):
+        scope = original(cls, request)
         scope.ceiling = Classification.PUBLIC
         return scope
 
-    monkeypatch.setattr(review_views, "scope_of", lowered)
+    monkeypatch.setattr(Scope, "of", classmethod(lowered))
 
 
 def started(personal, user, mode: str, secret) -> StudySession:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from review.bench import bench_due_queue
+from benchmarks.review import bench_due_queue
 
 
 class Command(BaseCommand):

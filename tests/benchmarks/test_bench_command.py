@@ -5,13 +5,18 @@ The HTTP figures are left out: the gunicorn it starts cannot see the test databa
 
 from __future__ import annotations
 
+import json
+import random
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from memories.bench_corpus import CORPUS_SLUG
+from benchmarks import corpus as bench_corpus
+from benchmarks.corpus import CORPUS_SLUG, vocabulary
+from benchmarks.plot import load_runs, series
 from memories.models import Association, Memory, Namespace
+from review.models import Card
 
 
 def _bench(**options) -> str:
@@ -73,9 +78,6 @@ def test_it_refuses_an_unknown_part() -> None:
 
 @pytest.mark.django_db
 def test_it_spreads_a_corpus_over_namespaces_and_measures_the_first(monkeypatch) -> None:
-    from memories import bench_corpus
-    from review.models import Card
-
     # Small insert batches, so the build goes through the second process as a large one does.
     monkeypatch.setattr(bench_corpus, "LOAD_BATCH", 40)
     out = StringIO()
@@ -119,10 +121,6 @@ def test_it_refuses_more_namespaces_than_a_tenth_of_the_size() -> None:
 
 @pytest.mark.django_db
 def test_it_saves_the_table_and_draws_the_growth_plot(tmp_path) -> None:
-    import json
-
-    from memories.bench_plot import load_runs, series
-
     _bench(save_dir=str(tmp_path), plot=str(tmp_path / "growth.svg"))
 
     saved = json.loads(next(tmp_path.glob("*-200-1.json")).read_text())
@@ -144,10 +142,6 @@ def test_it_saves_the_table_and_draws_the_growth_plot(tmp_path) -> None:
 def test_corpus_words_are_drawn_as_weighted_choices_are() -> None:
     """The corpus stays the same corpus: sampling with precomputed cumulative weights
     draws exactly what random.choices(weights=...) draws from the same seed."""
-    import random
-
-    from memories.bench_corpus import vocabulary
-
     vocab = vocabulary()
     ours, reference = random.Random(11), random.Random(11)
     for k in (1, 4, 30, 80):

@@ -9,13 +9,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from benchmarks.locomo import evidence_ids, load_conversation, parse_session_date
+from benchmarks.stats import percentile
 from memories.models import Association, Memory, Namespace
-from recall.management.commands.eval_recall import (
-    evidence_ids,
-    load_conversation,
-    parse_session_date,
-    percentile,
-)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "locomo_small.json"
 

@@ -28,7 +28,15 @@ from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.utils import timezone
 
+from benchmarks.sql import plus_days
+from config.db import is_postgres
 from memories.models import Association, Entity, Memory, MemoryEvent, Namespace, Relation
+from memories.services import memories_insert
+from memories.signatures import simhash
+from memories.text import fold
+from recall import termstats
+from recall.models import RecallEvent
+from review.models import Card, ReviewLog
 
 BENCH_USER = "engram-bench"
 CORPUS_SLUG = "bench-corpus"
@@ -119,9 +127,6 @@ def _stamp(namespace: Namespace) -> dict[str, Any]:
 
 def clear_namespace(namespace: Namespace) -> None:
     """Delete a namespace's rows with plain DELETEs (the ORM would load every row first)."""
-    from recall.models import RecallEvent
-    from review.models import Card, ReviewLog
-
     qn = connection.ops.quote_name
     with transaction.atomic(), connection.cursor() as cursor:
         for model in (ReviewLog, Card, Relation, Entity, Association, MemoryEvent, RecallEvent):
@@ -191,8 +196,6 @@ def corpus(
     if not rebuild and _stamp(first) == stamp_wanted and have == size // namespaces:
         # Recall writes an event even with track=False; drop the last run's, so that
         # every run starts from the same rows.
-        from recall.models import RecallEvent
-
         RecallEvent.objects.filter(namespace__owner=first.owner).delete()
         return first, False
     for old in Namespace.objects.filter(owner=first.owner, slug__startswith=CORPUS_SLUG):
@@ -223,9 +226,6 @@ def corpus(
 
 def _derived(texts: list[tuple[str, str]]) -> list[tuple[str, bytes]]:
     """(search_text, signature) per (content, keywords): the service's derived fields."""
-    from memories.signatures import simhash
-    from memories.text import fold
-
     bits = settings.SIGNATURE_BITS
     return [(fold(f"{c} {k}".strip()), simhash(f"{c} {k}".strip(), bits=bits)) for c, k in texts]
 
@@ -249,8 +249,6 @@ def _bulk_memories(
     most of an hour. The derived fields are computed in a second process while this one
     writes the previous batch.
     """
-    from memories.services import memories_insert
-
     batches = [
         memory_items(namespace, vocab, rng, min(LOAD_BATCH, count - start), now)
         for start in range(0, count, LOAD_BATCH)
@@ -325,8 +323,6 @@ def _links(
         ),
         batch_size=2_000,
     )
-    from memories.text import fold
-
     entities = Entity.objects.bulk_create(
         Entity(namespace=namespace, name=fold(name), display_name=name, kind="person")
         for name in vocab.entities[:n_entities]
@@ -352,13 +348,8 @@ def _links(
 
 def _schedule_cards(namespace: Namespace, now: datetime) -> None:
     """Reviewed SM-2 cards, DUE_SHARE_PERCENT of them due now, the rest within 60 days."""
-    from review.models import Card
-
     qn = connection.ops.quote_name
-    if connection.vendor == "postgresql":
-        due = "%s::timestamptz + ((id %% 100) - %s) * interval '1 day'"
-    else:
-        due = "strftime('%%Y-%%m-%%d %%H:%%M:%%f', %s, ((id %% 100) - %s) || ' days')"
+    due = plus_days("%s", "(id %% 100) - %s")
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {qn(Card._meta.db_table)} SET next_review = {due}, "
@@ -375,10 +366,8 @@ def vacuum_after_writes() -> None:
     deleted scratch rows stay in the indexes and the GIN pending lists keep growing, and
     every later full-text search pays for them.
     """
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
+    if not is_postgres() or connection.in_atomic_block:
         return
-    from review.models import Card
-
     with connection.cursor() as cursor:
         for model in (Memory, MemoryEvent, Card):
             cursor.execute(f"VACUUM ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
@@ -391,10 +380,8 @@ def analyze() -> None:
     them linearly) and sets the visibility map; ANALYZE gives the planner statistics; the
     full-text statistics of the worker (recall.termstats) are computed for every namespace.
     """
-    from recall import termstats
-
     with connection.cursor() as cursor:
         # VACUUM cannot run inside a transaction (the test suite's).
-        vacuum = connection.vendor == "postgresql" and not connection.in_atomic_block
+        vacuum = is_postgres() and not connection.in_atomic_block
         cursor.execute("VACUUM ANALYZE" if vacuum else "ANALYZE")
     termstats.refresh(force=True)

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from memories.models import Memory, Namespace
+from recall.vectorcodes import write_codes
 
 
 class Embedder(Protocol):
@@ -105,8 +106,6 @@ def embeddings_backfill(
     Raises BackfillError (with the report's counts) when a batch still fails after
     `retries` retries, waiting backoff_seconds x 2^n before retry n + 1.
     """
-    from recall.vectorcodes import write_codes
-
     started = time.perf_counter()
     report = BackfillReport()
     pending = pending_embeddings(model=embedder.model, namespace=namespace).order_by("id")

@@ -1,12 +1,10 @@
-"""Microbenchmark of the pure scoring functions; no database is touched."""
+"""Microbenchmark of the pure scoring functions (`manage.py bench_scoring`); no database."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-
-from django.core.management.base import BaseCommand, CommandParser
 
 from memories.decay import DecayParams, decay_score
 from memories.signatures import hamming_similarity, simhash
@@ -32,7 +30,7 @@ def time_per_call(function: Callable[[], object], iterations: int) -> float:
     return (time.perf_counter() - start) / iterations * 1e6
 
 
-def benchmarks() -> dict[str, Callable[[], object]]:
+def calls() -> dict[str, Callable[[], object]]:
     """Name -> zero-argument callable, each exercising one function on realistic input."""
     now = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
     decay_params = DecayParams()
@@ -78,20 +76,9 @@ def benchmarks() -> dict[str, Callable[[], object]]:
     }
 
 
-class Command(BaseCommand):
-    help = "Print the time per call (microseconds) of the pure scoring functions."
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--iterations",
-            type=int,
-            default=2000,
-            help="calls per function (mmr_rerank runs a tenth as many)",
-        )
-
-    def handle(self, *args: object, **options: object) -> None:
-        iterations = max(1, int(options["iterations"]))
-        for name, function in benchmarks().items():
-            runs = max(1, iterations // 10) if name.startswith("mmr") else iterations
-            micros = time_per_call(function, runs)
-            self.stdout.write(f"{name:<24} {micros:>10.2f} µs/call  ({runs} calls)")
+def measure(iterations: int) -> Iterator[tuple[str, float, int]]:
+    """(name, microseconds per call, calls) of each function in turn, as it is measured;
+    mmr_rerank is called a tenth as often."""
+    for name, function in calls().items():
+        runs = max(1, iterations // 10) if name.startswith("mmr") else iterations
+        yield name, time_per_call(function, runs), runs

@@ -1,4 +1,4 @@
-"""`manage.py bench_peer` and memories.bench_peer: the shared inputs, recall@k, the table.
+"""`manage.py bench_peer` and benchmarks.peer: the shared inputs, recall@k, the table.
 
 Nothing here installs CortexGraph. The Engram side runs for real on a tiny corpus and the
 LoCoMo fixture (with --no-peer); the last test drives the real peer too, but only when a
@@ -17,14 +17,15 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from memories import bench_corpus, bench_peer
-from memories.bench_peer import Question, Row
+from benchmarks import corpus as bench_corpus
+from benchmarks import peer as bench_peer
+from benchmarks.locomo import load_conversation
+from benchmarks.peer import Question, Row
+from benchmarks.peer_driver.cortexgraph_driver import ids_to_refs
 from memories.models import Memory, Namespace
-from memories.peer_driver.cortexgraph_driver import ids_to_refs
-from recall.management.commands.eval_recall import load_conversation
 from recall.services import recall_run
 
-FIXTURE = Path(__file__).parents[1] / "recall" / "fixtures" / "locomo_small.json"
+FIXTURE = Path(__file__).parent / "fixtures" / "locomo_small.json"
 NOW = datetime(2026, 1, 15, 12, 0, 0, 123456, tzinfo=UTC)
 PEER_PYTHON = Path(settings.BASE_DIR) / "var" / "peer-venv" / "bin" / "python"
 

@@ -1,6 +1,7 @@
 """Build a large namespace of cards in a few set-based statements, and time the due queue.
 
-Used by the speed tests and meant for the benchmark command: bench_due_queue(1_000_000).
+Used by the speed tests (tests/review/test_queue.py) and by `manage.py bench_review`:
+bench_due_queue(1_000_000).
 """
 
 from __future__ import annotations
@@ -13,58 +14,22 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth import get_user_model
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
+from benchmarks.sql import insert_select, series
+from config.db import is_postgres, pick, vendor
 from memories.models import Memory, Namespace
 from review.models import Card
 from review.selectors import QUEUE_WINDOW_FACTOR, due_cards, review_queue
 
 
-def _series(size: int) -> tuple[str, list[Any]]:
-    """A FROM clause yielding i = 1..size as a set, on either engine."""
-    if connection.vendor == "postgresql":
-        return "generate_series(1, %s) AS g(i)", [size]
-    return (
-        "(WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < %s) "
-        "SELECT i FROM g) AS g",
-        [size],
-    )
-
-
-def _insert_select(
-    model: type[models.Model],
-    expressions: dict[str, tuple[str, list[Any]]],
-    source: str,
-    source_params: list[Any],
-) -> int:
-    """INSERT INTO model SELECT ...: named columns from (SQL, params), the rest defaults."""
-    qn = connection.ops.quote_name
-    columns, values, params = [], [], []
-    for field in model._meta.concrete_fields:
-        if field.primary_key:
-            continue
-        columns.append(qn(field.column))
-        if field.name in expressions:
-            sql, sql_params = expressions[field.name]
-            values.append(sql)
-            params.extend(sql_params)
-        else:
-            values.append("%s")
-            params.append(field.get_db_prep_save(field.get_default(), connection))
-    sql = (
-        f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(columns)}) "
-        f"SELECT {', '.join(values)} FROM {source}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *source_params])
-        return cursor.rowcount
-
-
 def _days_after(base_sql: str, days_sql: str) -> str:
-    if connection.vendor == "postgresql":
-        return f"({base_sql}::timestamptz + ({days_sql}) * interval '1 day')"
-    return f"datetime({base_sql}, ({days_sql}) || ' days')"
+    """Like sql.plus_days, but SQLite's datetime() (whole seconds) as this data always had."""
+    return pick(
+        postgres=f"({base_sql}::timestamptz + ({days_sql}) * interval '1 day')",
+        sqlite=f"datetime({base_sql}, ({days_sql}) || ' days')",
+    )
 
 
 @transaction.atomic
@@ -88,9 +53,9 @@ def build_namespace(
         slug=f"bench-{uuid.uuid4().hex[:12]}",
         scheduler=scheduler,
     )
-    source, params = _series(size)
+    source, params = series(1, size)
     db_now = Card._meta.get_field("created_at").get_db_prep_save(now, connection)
-    _insert_select(
+    insert_select(
         Memory,
         {
             "namespace": ("%s", [namespace.pk]),
@@ -106,7 +71,7 @@ def build_namespace(
     next_review = _days_after("%s", "(m.id %% 60) - 30")
     if new_every:
         next_review = f"CASE WHEN m.id %% {int(new_every)} = 0 THEN NULL ELSE {next_review} END"
-    _insert_select(
+    insert_select(
         Card,
         {
             "memory": ("m.id", []),
@@ -128,7 +93,7 @@ def build_namespace(
 def _analyze(*, vacuum: bool) -> None:
     """Fresh planner statistics; VACUUM too when outside a transaction, because dead index
     entries left by earlier bulk deletes make PostgreSQL's planner probe them (tens of ms)."""
-    if connection.vendor != "postgresql":
+    if not is_postgres():
         return
     verb = "VACUUM ANALYZE" if vacuum and not connection.in_atomic_block else "ANALYZE"
     with connection.cursor() as cursor:
@@ -180,7 +145,7 @@ def bench_due_queue(
             .explain()
         )
         return {
-            "vendor": connection.vendor,
+            "vendor": vendor(),
             "scheduler": str(scheduler),
             "cards": namespace_size,
             "limit": limit,

@@ -1,0 +1,56 @@
+"""Review's parts of memories' pages: a memory's schedule, the next-review column of the
+memory list and the card counts of the namespace list. memories' templates load these tags,
+so memories' Python never reads review's tables (docs/architecture.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django import template
+from django.db.models import Count
+
+from memories.models import Memory, Namespace
+from review.models import Card, ReviewLog
+
+register = template.Library()
+
+GRADES_SHOWN = 20
+
+
+@register.inclusion_tag("review/_memory_schedule.html")
+def memory_schedule(memory: Memory, now: datetime) -> dict[str, Any]:
+    """The memory's card and its latest grades (two queries)."""
+    card = Card.objects.filter(memory=memory).first()
+    reviews = (
+        list(ReviewLog.objects.filter(card=card).select_related("user")[:GRADES_SHOWN])
+        if card
+        else []
+    )
+    return {"card": card, "reviews": reviews, "now": now}
+
+
+@register.simple_tag
+def cards_of(memories: Iterable[Memory]) -> dict[int, Card]:
+    """The cards of a page of memories, by memory id, in one query."""
+    ids = [memory.pk for memory in memories]
+    return {card.memory_id: card for card in Card.objects.filter(memory_id__in=ids)}
+
+
+@register.inclusion_tag("review/_next_review.html")
+def next_review(cards: dict[int, Card], memory: Memory, now: datetime) -> dict[str, Any]:
+    return {"card": cards.get(memory.pk), "now": now}
+
+
+@register.simple_tag
+def card_counts(namespaces: Iterable[Namespace]) -> dict[int, int]:
+    """How many cards each namespace has, by namespace id, in one query."""
+    ids = [namespace.pk for namespace in namespaces]
+    rows = Card.objects.filter(namespace_id__in=ids).values("namespace_id")
+    return dict(rows.annotate(n=Count("id")).order_by().values_list("namespace_id", "n"))
+
+
+@register.simple_tag
+def card_count(counts: dict[int, int], namespace: Namespace) -> int:
+    return counts.get(namespace.pk, 0)
