@@ -29,8 +29,9 @@ from benchmarks.stats import percentile
 from memories.models import Association, Classification, Memory, Namespace
 from memories.services import memory_build, namespace_create
 from recall.embeddings import embed_pending
-from recall.pipeline import ALL_STAGES, RecallConfig
+from recall.pipeline import RecallConfig
 from recall.services import recall_run
+from recall.stages import ALL_STAGES
 
 EVAL_USERNAME = "recall-eval"
 CATEGORIES = (1, 2, 3, 4)

@@ -42,8 +42,8 @@ from config.db import is_postgres, vendor
 from memories.models import Classification, Memory, Namespace
 from memories.services import memory_bulk_create, memory_create, token_create, token_revoke
 from memories.sweep import sweep_run
-from recall.pipeline import ALL_STAGES
 from recall.services import recall_run
+from recall.stages import ALL_STAGES
 from review.models import Card
 from review.selectors import review_queue
 
@@ -52,8 +52,6 @@ PARTS = ("ingest", "recall", "queue", "sweep", "size")  # --only plot: just redr
 EXTRA_PARTS = ("import",)
 LOAD_CONCURRENCY = (1, 8, 32)
 Row = tuple[str, str, str, str]  # section, measure, value, unit
-
-
 Progress = Callable[[str], None]
 
 

@@ -35,7 +35,8 @@ from config.db import is_postgres
 from memories.bulk import insert_rows
 from memories.models import Classification, Memory, Namespace
 from recall.models import EmbeddingCode
-from recall.stages import RecallFilters, embedding_search
+from recall.stages.embeddings import embedding_search
+from recall.stages.filters import RecallFilters
 from recall.vectorcodes import sign_codes
 
 BENCH_USER = "engram-bench"

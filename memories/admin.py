@@ -9,6 +9,7 @@ from memories import services
 from memories.models import (
     ApiToken,
     Association,
+    BackgroundRun,
     Consolidation,
     Entity,
     Memory,
@@ -69,6 +70,25 @@ class MemoryEventInline(admin.TabularInline):
         return False
 
 
+# The memory form's sections: the editable fields (memories.services.EDITABLE_FIELDS) in
+# three, in their declared order, then what the server owns, read-only (all of
+# SERVER_FIELDS but storage, a list column and filter, and stability, which the form has
+# never shown; updated_at last).
+_TEXT = frozenset({"content", "content_original", "language", "keywords"})
+_CLASSIFICATION = frozenset({"topic", "cue", "memory_type", "tier", "classification", "expires_at"})
+_SIGNALS = frozenset(services.EDITABLE_FIELDS) - _TEXT - _CLASSIFICATION
+_STATE = [
+    "current_decay_score",
+    *(n for n in services.SERVER_FIELDS if n not in {"storage", "stability", "updated_at"}),
+    "search_text",
+    "updated_at",
+]
+
+
+def _editable(names: frozenset[str]) -> list[str]:
+    return [name for name in services.EDITABLE_FIELDS if name in names]
+
+
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
     list_display = [
@@ -88,75 +108,16 @@ class MemoryAdmin(admin.ModelAdmin):
     search_fields = ["content", "topic", "=id"]
     list_select_related = ["namespace"]
     date_hierarchy = "created_at"
-    readonly_fields = [
-        "search_text",
-        "search_original",
-        "use_count",
-        "last_used_at",
-        "access_count",
-        "last_accessed_at",
-        "recall_count",
-        "last_recalled_at",
-        "recall_timestamps",
-        "session_ids",
-        "status",
-        "status_changed_at",
-        "promoted_at",
-        "forgotten_at",
-        "forgotten_reason",
-        "forgotten_score",
-        "updated_at",
-        "current_decay_score",
-    ]
+    readonly_fields = [*_STATE, "search_original"]
     inlines = [MemoryEventInline]
     fieldsets = [
-        (None, {"fields": ["namespace", "content", "content_original", "language", "keywords"]}),
-        (
-            "Classification",
-            {"fields": ["topic", "cue", "memory_type", "tier", "classification", "expires_at"]},
-        ),
-        (
-            "Signals",
-            {
-                "fields": [
-                    "strength",
-                    "utility",
-                    "confidence",
-                    "emotion_score",
-                    "emotion_tags",
-                    "trust",
-                    "credibility",
-                    "relevance_score",
-                    "importance_flags",
-                ]
-            },
-        ),
-        (
-            "State (owned by the server)",
-            {
-                "fields": [
-                    "current_decay_score",
-                    "status",
-                    "status_changed_at",
-                    "promoted_at",
-                    "forgotten_at",
-                    "forgotten_reason",
-                    "forgotten_score",
-                    "use_count",
-                    "last_used_at",
-                    "access_count",
-                    "last_accessed_at",
-                    "recall_count",
-                    "last_recalled_at",
-                    "recall_timestamps",
-                    "session_ids",
-                    "search_text",
-                    "updated_at",
-                ]
-            },
-        ),
+        (None, {"fields": ["namespace", *_editable(_TEXT)]}),
+        ("Classification", {"fields": _editable(_CLASSIFICATION)}),
+        ("Signals", {"fields": _editable(_SIGNALS)}),
+        ("State (owned by the server)", {"fields": _STATE}),
     ]
-    actions = ["forget_selected", "restore_selected", "promote_selected", "review_now"]
+    # review/admin.py adds "review_now": cards are review's, and memories does not import it.
+    actions = ["forget_selected", "restore_selected", "promote_selected"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
         # A memory never moves between namespaces.
@@ -221,13 +182,6 @@ class MemoryAdmin(admin.ModelAdmin):
         for memory in queryset:
             services.memory_promote(memory=memory, actor=request.user, source="admin")
         self.message_user(request, "Promoted the selected short-term memories.", messages.SUCCESS)
-
-    @admin.action(description="Schedule selected memories for review now")
-    def review_now(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        from review.services import card_reschedule_now
-
-        count = card_reschedule_now(memories=queryset)
-        self.message_user(request, f"{count} cards are due now.", messages.SUCCESS)
 
 
 @admin.register(MemoryEvent)
@@ -304,13 +258,14 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected tokens")
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
-        self.message_user(request, f"Revoked {count} tokens.", messages.SUCCESS)
+        live = list(queryset.filter(revoked_at__isnull=True))
+        now = timezone.now()  # one revocation time for the batch, as one UPDATE would give
+        for token in live:
+            services.token_revoke(token=token, now=now)
+        self.message_user(request, f"Revoked {len(live)} tokens.", messages.SUCCESS)
 
 
 # --- Background work (issue 6) ----------------------------------------------------------
-
-from memories.models import BackgroundRun  # noqa: E402
 
 
 @admin.register(BackgroundRun)

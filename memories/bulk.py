@@ -33,6 +33,8 @@ from django.conf import settings
 from django.db import connections, models, router, transaction
 from django.utils import timezone
 
+from config.db import is_postgres, is_sqlite
+
 # Field types whose Python value is written as it is when it has the expected type;
 # a value of any other type goes through the field's get_db_prep_save.
 _AS_IS: dict[str, type] = {
@@ -57,6 +59,11 @@ _SQLITE_DEFAULT_VARIABLES = 999
 # insert_new sends fewer objects than this through bulk_create: one INSERT ... RETURNING
 # is as quick for a handful of rows, and keeps single writes on Django's usual path.
 SMALL = 20
+
+
+def _set_based(connection) -> bool:
+    """An engine these functions write to themselves (any other goes through bulk_create)."""
+    return is_postgres(connection) or is_sqlite(connection)
 
 
 def _preparer(field: models.Field, connection) -> Callable[[list], list]:
@@ -101,7 +108,7 @@ def _preparer(field: models.Field, connection) -> Callable[[list], list]:
 
         return lambda column: [prepare_json(value) for value in column]
 
-    if internal == "DateTimeField" and connection.vendor == "postgresql" and settings.USE_TZ:
+    if internal == "DateTimeField" and is_postgres(connection) and settings.USE_TZ:
 
         def prepare_datetimes(column: list) -> list:
             # Aware datetimes are what get_db_prep_save returns them as, unchanged.
@@ -113,7 +120,7 @@ def _preparer(field: models.Field, connection) -> Callable[[list], list]:
 
         return prepare_datetimes
 
-    if internal == "DateTimeField" and connection.vendor == "sqlite" and settings.USE_TZ:
+    if internal == "DateTimeField" and is_sqlite(connection) and settings.USE_TZ:
         zone = connection.timezone
 
         def prepare_sqlite_datetimes(column: list) -> list:
@@ -145,7 +152,7 @@ def _prepare(fields: Sequence[models.Field], rows: Sequence[Sequence], connectio
 
 def _write(connection, model, fields, rows: list[list], *, ids: bool) -> list[int]:
     with transaction.atomic(using=connection.alias, savepoint=False), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if is_postgres(connection):
             new_ids = _reserve_ids(cursor, model._meta, len(rows)) if ids else []
             with _copy(cursor, model._meta, fields, ids=ids) as copy:
                 _copy_rows(copy, rows, new_ids)
@@ -195,14 +202,14 @@ def writer(
 
     # All or nothing even where the caller holds no transaction, as bulk_create is.
     with transaction.atomic(using=alias, savepoint=False):
-        if expected < SMALL or connection.vendor not in ("postgresql", "sqlite"):
+        if expected < SMALL or not _set_based(connection):
 
             def write_small(objs: Sequence[models.Model]) -> None:
                 model._base_manager.using(alias).bulk_create(objs)
 
             yield write_small
             return
-        if connection.vendor == "sqlite":
+        if is_sqlite(connection):
             with connection.cursor() as cursor:
 
                 def write_sqlite(objs: Sequence[models.Model]) -> None:
@@ -260,7 +267,7 @@ def insert_rows(
     connection = connections[alias]
     opts = model._meta
     given = [opts.get_field(name) for name in columns]
-    if len(rows) < SMALL or connection.vendor not in ("postgresql", "sqlite"):
+    if len(rows) < SMALL or not _set_based(connection):
         # A handful of rows: instances through bulk_create, one INSERT ... RETURNING.
         attnames = [field.attname for field in given]
         objs = [model(**dict(zip(attnames, row, strict=True))) for row in rows]

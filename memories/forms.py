@@ -85,26 +85,23 @@ def _newlines(value: Any) -> Any:
     return value.replace("\r\n", "\n") if isinstance(value, str) else value
 
 
+# The edit form's fields: the editable ones (memories.services.EDITABLE_FIELDS) but four
+# signals the dashboard does not show (the admin edits them); the text, topic, cue and
+# keywords first, the source-language text last, the rest in their declared order.
+_FORM_FIRST = ("content", "topic", "cue", "keywords")
+_FORM_LAST = ("content_original", "language")
+_NOT_ON_FORM = frozenset({"emotion_score", "emotion_tags", "relevance_score", "importance_flags"})
+MEMORY_FORM_FIELDS = (
+    *_FORM_FIRST,
+    *(name for name in EDITABLE_FIELDS if name not in {*_FORM_FIRST, *_FORM_LAST, *_NOT_ON_FORM}),
+    *_FORM_LAST,
+)
+
+
 class MemoryEditForm(DashboardForm):
     """The editable fields of a memory; the view hands changed_data to memory_update."""
 
-    FIELDS = (
-        "content",
-        "topic",
-        "cue",
-        "keywords",
-        "memory_type",
-        "tier",
-        "classification",
-        "strength",
-        "utility",
-        "confidence",
-        "trust",
-        "credibility",
-        "expires_at",
-        "content_original",
-        "language",
-    )
+    FIELDS = MEMORY_FORM_FIELDS
 
     def __init__(self, *args: Any, memory: Memory, **kwargs: Any) -> None:
         kwargs.setdefault("initial", {name: getattr(memory, name) for name in self.FIELDS})

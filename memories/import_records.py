@@ -5,7 +5,7 @@ MemoryCreateInput plus the fields only the server writes, a relation line Relati
 and so on; rows the API never takes (history, digests, and review.transfer's cards and
 logs) are shaped from their models (ModelRecord): the model fields' rules and validators
 and the bounds of the model's check constraints. Every field class is a strict one of
-memories.serializers.
+config.serializers.
 """
 
 from __future__ import annotations
@@ -17,6 +17,15 @@ from django.db import models
 from django.db.backends.base.operations import BaseDatabaseOperations
 from rest_framework import serializers
 
+from config.serializers import (
+    EmbeddingField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictDateTimeField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from memories import serializers as s
 from memories.models import Consolidation, Memory, MemoryEvent
 from memories.tracking import SESSION_ID_LENGTH, SESSION_IDS_CAP
@@ -90,24 +99,24 @@ def _integer_range(model_field: models.Field) -> tuple[int | None, int | None]:
     return low, high
 
 
-class ModelRecord(s.StrictSerializer, serializers.ModelSerializer):
+class ModelRecord(StrictSerializer, serializers.ModelSerializer):
     """A row of an import shaped by its model: the model fields' rules and validators, its
     check constraints' bounds, with the strict field classes; integers within what every
     engine stores. Uniqueness is the importer's (it sees the whole file)."""
 
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
-        models.CharField: s.StrictCharField,
-        models.TextField: s.StrictCharField,
-        models.FloatField: s.StrictFloatField,
-        models.IntegerField: s.StrictIntegerField,
-        models.BigIntegerField: s.StrictIntegerField,
-        models.SmallIntegerField: s.StrictIntegerField,
-        models.PositiveIntegerField: s.StrictIntegerField,
-        models.PositiveSmallIntegerField: s.StrictIntegerField,
-        models.PositiveBigIntegerField: s.StrictIntegerField,
-        models.DateTimeField: s.StrictDateTimeField,
-        models.BooleanField: s.StrictBooleanField,
+        models.CharField: StrictCharField,
+        models.TextField: StrictCharField,
+        models.FloatField: StrictFloatField,
+        models.IntegerField: StrictIntegerField,
+        models.BigIntegerField: StrictIntegerField,
+        models.SmallIntegerField: StrictIntegerField,
+        models.PositiveIntegerField: StrictIntegerField,
+        models.PositiveSmallIntegerField: StrictIntegerField,
+        models.PositiveBigIntegerField: StrictIntegerField,
+        models.DateTimeField: StrictDateTimeField,
+        models.BooleanField: StrictBooleanField,
         models.JSONField: JsonObjectField,
     }
 
@@ -116,7 +125,7 @@ class ModelRecord(s.StrictSerializer, serializers.ModelSerializer):
 
     def build_standard_field(self, field_name: str, model_field: models.Field) -> tuple:
         field_class, kwargs = super().build_standard_field(field_name, model_field)
-        if issubclass(field_class, s.StrictCharField):
+        if issubclass(field_class, StrictCharField):
             kwargs["trim_whitespace"] = False  # an import restores text as it was
         if issubclass(field_class, JsonObjectField):
             kwargs.pop("encoder", None)
@@ -150,31 +159,31 @@ class MemoryRecord(s.MemoryCreateInput):
 
     read_only_names = frozenset()
 
-    id = s.StrictIntegerField(help_text="The exporter's id; the memory gets a new one.")
+    id = StrictIntegerField(help_text="The exporter's id; the memory gets a new one.")
     storage = serializers.ChoiceField(choices=Memory.Storage.choices, required=False)
     status = serializers.ChoiceField(choices=Memory.Status.choices, required=False)
-    status_changed_at = s.StrictDateTimeField(required=False, allow_null=True)
-    promoted_at = s.StrictDateTimeField(required=False, allow_null=True)
-    forgotten_at = s.StrictDateTimeField(required=False, allow_null=True)
-    forgotten_reason = s.StrictCharField(required=False, allow_blank=True, max_length=200)
-    forgotten_score = s.StrictFloatField(required=False, allow_null=True)
-    stability = s.StrictFloatField(min_value=0.0, max_value=1.0, required=False)
-    use_count = s.StrictIntegerField(min_value=0, max_value=COUNTER_MAX, required=False)
-    last_used_at = s.StrictDateTimeField(required=False)
-    access_count = s.StrictIntegerField(min_value=0, max_value=COUNTER_MAX, required=False)
-    last_accessed_at = s.StrictDateTimeField(required=False, allow_null=True)
-    recall_count = s.StrictIntegerField(min_value=0, max_value=COUNTER_MAX, required=False)
-    last_recalled_at = s.StrictDateTimeField(required=False, allow_null=True)
+    status_changed_at = StrictDateTimeField(required=False, allow_null=True)
+    promoted_at = StrictDateTimeField(required=False, allow_null=True)
+    forgotten_at = StrictDateTimeField(required=False, allow_null=True)
+    forgotten_reason = StrictCharField(required=False, allow_blank=True, max_length=200)
+    forgotten_score = StrictFloatField(required=False, allow_null=True)
+    stability = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
+    use_count = StrictIntegerField(min_value=0, max_value=COUNTER_MAX, required=False)
+    last_used_at = StrictDateTimeField(required=False)
+    access_count = StrictIntegerField(min_value=0, max_value=COUNTER_MAX, required=False)
+    last_accessed_at = StrictDateTimeField(required=False, allow_null=True)
+    recall_count = StrictIntegerField(min_value=0, max_value=COUNTER_MAX, required=False)
+    last_recalled_at = StrictDateTimeField(required=False, allow_null=True)
     recall_timestamps = serializers.ListField(
-        child=s.StrictDateTimeField(), max_length=Memory.RECALL_TIMESTAMPS_CAP, required=False
+        child=StrictDateTimeField(), max_length=Memory.RECALL_TIMESTAMPS_CAP, required=False
     )
     session_ids = serializers.ListField(
-        child=s.StrictCharField(max_length=SESSION_ID_LENGTH),
+        child=StrictCharField(max_length=SESSION_ID_LENGTH),
         max_length=SESSION_IDS_CAP,
         required=False,
     )
-    embedding = s.EmbeddingField(required=False, allow_null=True)
-    embedding_model = s.StrictCharField(required=False, allow_blank=True, max_length=100)
+    embedding = EmbeddingField(required=False, allow_null=True)
+    embedding_model = StrictCharField(required=False, allow_blank=True, max_length=100)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -185,25 +194,25 @@ class MemoryRecord(s.MemoryCreateInput):
         return [stamp.astimezone(UTC).isoformat() for stamp in value]
 
 
-class HeaderRecord(s.StrictSerializer):
-    format = s.StrictCharField()
-    version = s.StrictIntegerField()
-    exported_at = s.StrictDateTimeField(required=False)
+class HeaderRecord(StrictSerializer):
+    format = StrictCharField()
+    version = StrictIntegerField()
+    exported_at = StrictDateTimeField(required=False)
     namespace = JsonObjectField(required=False)
 
 
-class EndRecord(s.StrictSerializer):
-    lines = s.StrictIntegerField(min_value=1)
+class EndRecord(StrictSerializer):
+    lines = StrictIntegerField(min_value=1)
 
 
 class AssociationRecord(s.AssociationInput):
-    created_at = s.StrictDateTimeField(required=False)
+    created_at = StrictDateTimeField(required=False)
 
 
 class EntityRecord(s.EntityInput):
-    display_name = s.StrictCharField(required=False, allow_blank=True, max_length=200)
+    display_name = StrictCharField(required=False, allow_blank=True, max_length=200)
     classification = s.ClassificationField(required=False)
-    created_at = s.StrictDateTimeField(required=False)
+    created_at = StrictDateTimeField(required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -212,7 +221,7 @@ class EntityRecord(s.EntityInput):
 
 class RelationRecord(s.RelationInput):
     classification = s.ClassificationField(required=False)
-    created_at = s.StrictDateTimeField(required=False)
+    created_at = StrictDateTimeField(required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -220,7 +229,7 @@ class RelationRecord(s.RelationInput):
 
 
 class ConsolidationRecord(ModelRecord):
-    memory_ids = serializers.ListField(child=s.StrictIntegerField(min_value=1), required=False)
+    memory_ids = serializers.ListField(child=StrictIntegerField(min_value=1), required=False)
     classification = s.ClassificationField(required=False)
 
     class Meta:
@@ -230,7 +239,7 @@ class ConsolidationRecord(ModelRecord):
 
 
 class EventRecord(ModelRecord):
-    memory = s.StrictIntegerField()
+    memory = StrictIntegerField()
     classification = s.ClassificationField(required=False)
 
     class Meta:

@@ -5,7 +5,7 @@ surrogates, NUL or invalid UTF-8, no deep nesting) and validated by the API's ow
 memory's fields by MemoryCreateInput (plus what only the server writes, with the same
 field classes), the header's namespace settings by NamespaceUpdateInput, cards and review
 logs by their models' fields and check constraints. Every field class is a strict one of
-memories.serializers: JSON types as they are, datetimes and floats within config.bounds.
+config.serializers: JSON types as they are, datetimes and floats within config.bounds.
 A refused line raises ImportFailed naming the line and the field, and nothing is written.
 
 Rows are written set-based, BATCH at a time (memories.bulk: COPY on PostgreSQL, multi-row

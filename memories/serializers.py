@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 import threading
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 from rest_framework import ISO_8601, serializers
-from rest_framework.fields import SkipField, empty
+from rest_framework.fields import SkipField
 from rest_framework.relations import PKOnlyObject
 from rest_framework.settings import api_settings
-from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
-from config.bounds import FLOAT_LIMIT, FLOAT_MESSAGE, validate_datetime, validate_finite
+from config.serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictDateTimeField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictSerializer,
+    StrictSlugField,
+)
 from memories import substring
 from memories.models import (
     ApiToken,
@@ -31,218 +35,9 @@ from memories.models import (
     Namespace,
     Relation,
 )
+from memories.services import EDITABLE_FIELDS, SERVER_FIELDS, in_model_order
 
 CLASSIFICATION_NAMES = [c.label for c in Classification]
-
-
-class StrictSerializer(serializers.Serializer):
-    """Refuses keys it does not declare, naming each one (read-only ones say so)."""
-
-    read_only_names: frozenset[str] = frozenset()
-
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict):
-            plan = self.__dict__.get("_input_plan")
-            if plan is None:
-                plan = self.__dict__["_input_plan"] = self._plan_input()
-            writable, fields = plan
-            unknown = sorted(set(data) - writable)
-            if unknown:
-                raise serializers.ValidationError(
-                    {
-                        name: [
-                            "This field is read-only."
-                            if name in self.read_only_names
-                            else "Unknown field."
-                        ]
-                        for name in unknown
-                    }
-                )
-            if type(data) is dict:
-                validated = self._present_fields_value(data, fields)
-                if validated is not None:
-                    return validated
-        return super().to_internal_value(data)
-
-    def _plan_input(self) -> tuple[frozenset[str], list]:
-        writable = frozenset(name for name, field in self.fields.items() if not field.read_only)
-        for field in self._writable_fields:
-            _speed_up_surrogate_checks(field)
-            if isinstance(getattr(field, "child", None), serializers.Field):
-                _speed_up_surrogate_checks(field.child)
-        fields = [
-            (
-                field.field_name,
-                field,
-                getattr(self, "validate_" + field.field_name, None),
-                # Missing from the data, such a field is skipped by DRF (no default to
-                # fill in, no 'required' error).
-                not field.required and field.default is empty,
-            )
-            for field in self._writable_fields
-        ]
-        return writable, fields
-
-    def _present_fields_value(self, data: dict, fields: list) -> dict | None:
-        """DRF's Serializer.to_internal_value for a plain dict, visiting only its keys.
-
-        DRF runs every declared field, and each absent one costs a raised and caught
-        SkipField; a memory names five of twenty. The fields present are validated just as
-        DRF does (field.run_validation, then validate_<name>), in declaration order. Any
-        error, or an absent field DRF would not simply skip, returns None: the caller then
-        runs DRF's own loop, so error messages and their order are DRF's.
-        """
-        partial = getattr(self.root, "partial", False)
-        ret: dict[str, Any] = {}
-        for name, field, validate_method, skippable in fields:
-            if name not in data:
-                if skippable or partial:
-                    continue
-                return None
-            try:
-                value = field.run_validation(field.get_value(data))
-                if validate_method is not None:
-                    value = validate_method(value)
-            except (serializers.ValidationError, DjangoValidationError, SkipField):
-                return None
-            self.set_value(ret, field.source_attrs, value)
-        return ret
-
-
-# --- Strict fields: JSON types as they are ---------------------------------------------
-#
-# DRF coerces: CharField makes 5 into "5", FloatField takes true and "1.5", IntegerField
-# "4", BooleanField "yes" and 1. An API whose clients send JSON has no reason to guess, and
-# each guess is a value a client did not mean. Request bodies use these; query strings,
-# where every value is text, keep DRF's fields. Datetimes and floats are also held to what
-# every engine stores and reads back (config.bounds), the same rules as the models'.
-
-
-class StrictCharField(serializers.CharField):
-    """A JSON string; a number or a boolean is a type error, not text."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictSlugField(serializers.SlugField):
-    """A JSON string that is a slug."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-def _with_validator(field: serializers.Field, validator: Any) -> None:
-    if validator not in field.validators:
-        field.validators.append(validator)
-
-
-class StrictFloatField(serializers.FloatField):
-    """A JSON number (not a boolean, not a numeric string), finite and within FLOAT_LIMIT."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        _with_validator(self, validate_finite)
-
-    def to_internal_value(self, data: Any) -> float:
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-
-
-class StrictIntegerField(serializers.IntegerField):
-    """A JSON integer within 64 bits; 3.0 counts (as in JSON Schema), 3.5, true and "3" do not."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("min_value", INT64_MIN)
-        kwargs.setdefault("max_value", INT64_MAX)
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("invalid")
-        if isinstance(data, float) and not data.is_integer():
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """true or false; "yes", 1 and "on" are type errors."""
-
-    def to_internal_value(self, data: Any) -> bool:
-        if not isinstance(data, bool):
-            self.fail("invalid")
-        return data
-
-
-class StrictDateTimeField(serializers.DateTimeField):
-    """An ISO 8601 date-time that every engine stores and Python reads back (bounds)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        _with_validator(self, validate_datetime)
-
-    def enforce_timezone(self, value: datetime) -> datetime:
-        # An aware value is an instant already: DRF would move it into the current time
-        # zone, which stores the same instant and costs a context-local lookup per value
-        # (a fifth of an import's validation). Out-of-range ones fail validate_datetime.
-        if value.utcoffset() is not None and not hasattr(self, "timezone"):
-            return value
-        return super().enforce_timezone(value)
-
-
-class EmbeddingField(serializers.Field):
-    """A vector as base64 of its float32 bytes (as exports carry it): whole float32s,
-    each finite and within FLOAT_LIMIT, so no similarity computed from it overflows."""
-
-    def to_internal_value(self, data: Any) -> bytes:
-        import numpy as np
-
-        if not isinstance(data, str):
-            raise serializers.ValidationError("Must be base64 text.")
-        try:
-            blob = base64.b64decode(data, validate=True)
-        except (ValueError, binascii.Error):
-            raise serializers.ValidationError("Not valid base64.") from None
-        if not blob or len(blob) % 4:
-            raise serializers.ValidationError(
-                f"{len(blob)} bytes is not a whole number of float32 values."
-            )
-        vector = np.frombuffer(blob, dtype=np.float32)
-        if not np.isfinite(vector).all() or float(np.abs(vector).max()) > FLOAT_LIMIT:
-            raise serializers.ValidationError(FLOAT_MESSAGE)
-        return blob
-
-    def to_representation(self, value: Any) -> str:
-        return base64.b64encode(bytes(value)).decode()
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class _SurrogateCheck(ProhibitSurrogateCharactersValidator):
-    """DRF's check, which loops over every character in Python, run only when a regex
-    finds a surrogate (ASCII text has none); it then raises DRF's own error."""
-
-    def __call__(self, value: Any) -> None:
-        text = str(value)
-        if text.isascii() or _SURROGATE.search(text) is None:
-            return
-        super().__call__(value)
-
-
-def _speed_up_surrogate_checks(field: serializers.Field) -> None:
-    field.validators = [
-        _SurrogateCheck() if type(validator) is ProhibitSurrogateCharactersValidator else validator
-        for validator in field.validators
-    ]
 
 
 class ClassificationField(serializers.ChoiceField):
@@ -266,31 +61,37 @@ def _strings(max_items: int, max_length: int = 100) -> serializers.ListField:
     )
 
 
-MEMORY_SERVER_FIELDS = frozenset(
-    {
-        "id",
-        "storage",
-        "status",
-        "stability",
-        "use_count",
-        "last_used_at",
-        "access_count",
-        "last_accessed_at",
-        "recall_count",
-        "last_recalled_at",
-        "recall_timestamps",
-        "session_ids",
-        "updated_at",
-        "forgotten_at",
-        "forgotten_reason",
-        "promoted_at",
-        "decay_score",
-        "has_embedding",
-        "search_text",
-        "signature",
-        "embedding",
-    }
+# The output's fields (memories.services declares a memory's fields by who writes them):
+# id and namespace, then the caller's and the server's fields in the model's order, but for
+# two the server keeps to itself and three shown last (the API's order since 1.0), then
+# two computed ones.
+_NOT_SHOWN = frozenset({"status_changed_at", "forgotten_score"})
+_SHOWN_LAST = ("promoted_at", "forgotten_at", "forgotten_reason")
+MEMORY_OUTPUT_FIELDS = (
+    "id",
+    "namespace",
+    *in_model_order(
+        {*EDITABLE_FIELDS, *SERVER_FIELDS, "created_at"} - _NOT_SHOWN - set(_SHOWN_LAST)
+    ),
+    *_SHOWN_LAST,
+    "has_embedding",
+    "decay_score",
 )
+# Sent to an input, these answer "This field is read-only." rather than "Unknown field.":
+# what the output shows and no input takes, and three stored fields a client might send.
+MEMORY_SERVER_FIELDS = (
+    frozenset(MEMORY_OUTPUT_FIELDS) - set(EDITABLE_FIELDS) - {"namespace", "created_at"}
+) | {"search_text", "signature", "embedding"}
+
+
+def _declares(serializer: type[serializers.Serializer], names: tuple[str, ...]) -> None:
+    """Refuse to start unless `serializer` declares exactly `names`, in that order: the list
+    comes from the one declaration, the serializer gives each name its rule."""
+    declared = tuple(serializer._declared_fields)
+    if declared != names:
+        raise ImproperlyConfigured(
+            f"{serializer.__name__} declares {declared}, not {names} (memories.services)."
+        )
 
 
 class MemoryFieldsMixin(StrictSerializer):
@@ -335,6 +136,9 @@ class MemoryFieldsMixin(StrictSerializer):
 
     def validate_content_original(self, value: str) -> str:
         return self._check_length(value, settings.API_MAX_CONTENT_LENGTH)
+
+
+_declares(MemoryFieldsMixin, EDITABLE_FIELDS)
 
 
 class MemoryCreateInput(MemoryFieldsMixin):
@@ -483,6 +287,9 @@ class MemoryOutput(serializers.Serializer):
                 convert = field.to_representation
             plan.append((field.field_name, attrs[0], convert, field))
         return plan
+
+
+_declares(MemoryOutput, MEMORY_OUTPUT_FIELDS)
 
 
 def _strings_representation(data: Any) -> list[str | None]:

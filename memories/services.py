@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -13,11 +15,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.db.models.functions import Least
 from django.utils import timezone
+from django.utils.text import slugify
 
 from config.dberrors import integrity_kind
 from memories.bulk import insert_new, insert_rows, writer
 from memories.hooks import memories_created
 from memories.models import (
+    ApiToken,
     Association,
     Classification,
     Entity,
@@ -29,8 +33,12 @@ from memories.models import (
 from memories.signatures import simhash_folded
 from memories.text import fold
 
-# Fields a caller may set on create and change on update. Counters, scores, status,
-# search fields and the namespace of an existing memory belong to the server.
+# A memory's fields by who writes them: the one declaration every list of memory fields is
+# built from (the API's input and output, the admin, the export, the dashboard form), each
+# list as these groups plus or minus named sets; tests/memories/test_field_lists.py pins
+# every list and checks that the groups are exactly Memory's fields.
+#
+# Set by a caller on create and changed on update.
 EDITABLE_FIELDS = (
     "content",
     "content_original",
@@ -52,6 +60,40 @@ EDITABLE_FIELDS = (
     "importance_flags",
     "expires_at",
 )
+# Set once, on create: the id and namespace by the server, created_at by a caller or now.
+IDENTITY_FIELDS = ("id", "namespace", "created_at")
+# The server's: lifecycle, reinforcement counters and their times.
+SERVER_FIELDS = (
+    "storage",
+    "status",
+    "status_changed_at",
+    "promoted_at",
+    "forgotten_at",
+    "forgotten_reason",
+    "forgotten_score",
+    "stability",
+    "use_count",
+    "last_used_at",
+    "access_count",
+    "last_accessed_at",
+    "recall_count",
+    "last_recalled_at",
+    "recall_timestamps",
+    "session_ids",
+    "updated_at",
+)
+# Computed from the text by every write of it (_derive), never supplied.
+DERIVED_FIELDS = ("search_text", "search_original", "signature")
+# The vector: written by the embedding backfill, carried by exports.
+EMBEDDING_FIELDS = ("embedding", "embedding_model")
+
+
+def in_model_order(names: Iterable[str]) -> tuple[str, ...]:
+    """The named memory fields in Memory's order (the order exports have always had)."""
+    wanted = set(names)
+    return tuple(field.name for field in Memory._meta.concrete_fields if field.name in wanted)
+
+
 # What history records of a memory: everything a person could want to see change.
 SNAPSHOT_FIELDS = (
     *EDITABLE_FIELDS,
@@ -169,69 +211,18 @@ def _validate(memory: Memory, fields: Iterable[str] | None = None) -> None:
     # per memory (80% of a bulk create's time).
     if fields is None:
         memory.full_clean(
-            exclude=["namespace", "search_text", "search_original", "signature"],
+            exclude=["namespace", *DERIVED_FIELDS],
             validate_constraints=False,
         )
         return
-    # What Model.clean_fields does, for the named fields only (in model order, the cleaned
-    # value written back, every field's errors collected).
     names = set(fields)
-    if not names:
-        return
-    errors: dict[str, list] = {}
-    for field in Memory._meta.fields:
-        if field.name not in names:
-            continue
-        raw_value = getattr(memory, field.attname)
-        if field.blank and raw_value in field.empty_values:
-            continue
-        try:
-            setattr(memory, field.attname, field.clean(raw_value, memory))
-        except ValidationError as exc:
-            errors[field.name] = exc.error_list
-    if errors:
-        raise ValidationError(errors)
-
-
-class _MemoryTemplate:
-    """Memory's concrete fields in order with their defaults, to build instances quickly.
-
-    Model(**kwargs) looks every field up in the keyword arguments and evaluates its
-    default (about 40 fields); Model(*values), the path Django takes when it loads rows,
-    only assigns them, at a third of the cost. Callable defaults are still called per
-    instance, so each memory gets its own lists and its own "now".
-    """
-
-    def __init__(self) -> None:
-        fields = Memory._meta.concrete_fields
-        self.index = {field.name: i for i, field in enumerate(fields)}
-        self.index.update({field.attname: i for i, field in enumerate(fields)})
-        self.static = [None if callable(field.default) else field.get_default() for field in fields]
-        self.per_instance = [
-            (i, field) for i, field in enumerate(fields) if callable(field.default)
-        ]
-
-    def build(self, namespace: Namespace, values: dict[str, Any]) -> Memory:
-        row = self.static.copy()
-        index = self.index
-        for i, field in self.per_instance:
-            if field.name not in values:
-                row[i] = field.get_default()
-        for name, value in values.items():
-            row[index[name]] = value
-        memory = Memory(*row)
-        memory.namespace = namespace  # the id and the cached object, as Memory(namespace=...)
-        return memory
-
-
-_memory_template: _MemoryTemplate | None = None
+    if names:
+        memory.clean_fields(exclude=[f.name for f in Memory._meta.fields if f.name not in names])
 
 
 def _new_memory(namespace: Namespace, values: dict[str, Any]) -> Memory:
-    global _memory_template
-    if _memory_template is None:
-        _memory_template = _MemoryTemplate()
-    return _memory_template.build(namespace, values)
+    """An unsaved memory of the namespace with these field values (Model.__init__'s own)."""
+    return Memory(namespace=namespace, **values)
 
 
 def memory_build(
@@ -531,8 +522,6 @@ def namespace_create(
     **fields: Any,
 ) -> Namespace:
     """Create a namespace for a user; the slug defaults to the slugified name."""
-    from django.utils.text import slugify
-
     namespace = Namespace(owner=owner, name=name, slug=slug or slugify(name), mode=mode, **fields)
     taken = "You already have a namespace with this slug."
     if Namespace.objects.filter(owner=owner, slug=namespace.slug).exists():
@@ -550,8 +539,6 @@ TOKEN_SECRET_BYTES = 32
 
 def token_hash(secret: str) -> str:
     """SHA-256 of the whole token: tokens are 256-bit random, so no salt or stretching."""
-    import hashlib
-
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
@@ -567,10 +554,6 @@ def token_create(
     expires_at: datetime | None = None,
 ) -> tuple[Any, str]:
     """Create an API token; returns (token, secret). The secret is never stored or shown again."""
-    import secrets
-
-    from memories.models import ApiToken
-
     namespaces = list(namespaces)
     if any(ns.owner_id != owner.pk for ns in namespaces):
         raise ValidationError({"namespaces": "Unknown namespace."})
@@ -599,8 +582,6 @@ def token_create(
 
 def token_revoke(*, token, now: datetime | None = None) -> None:
     """Revoke a token; the next request that presents it is refused."""
-    from memories.models import ApiToken
-
     ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
         revoked_at=now or timezone.now()
     )

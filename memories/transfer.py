@@ -48,56 +48,17 @@ FORMAT = "engram-export"
 VERSION = 1
 BATCH = 1000
 
-MEMORY_FIELDS = (
-    "content",
-    "content_original",
-    "language",
-    "keywords",
-    "topic",
-    "cue",
-    "memory_type",
-    "tier",
-    "storage",
-    "status",
-    "status_changed_at",
-    "promoted_at",
-    "forgotten_at",
-    "forgotten_reason",
-    "forgotten_score",
-    "classification",
-    "strength",
-    "stability",
-    "utility",
-    "confidence",
-    "emotion_score",
-    "emotion_tags",
-    "trust",
-    "credibility",
-    "relevance_score",
-    "importance_flags",
-    "use_count",
-    "last_used_at",
-    "access_count",
-    "last_accessed_at",
-    "recall_count",
-    "last_recalled_at",
-    "recall_timestamps",
-    "session_ids",
-    "created_at",
-    "expires_at",
-    "embedding",
-    "embedding_model",
+# A memory line: every stored field but those the import gives anew (id, namespace,
+# updated_at) or derives again from the text (search fields, signature), in model order.
+MEMORY_FIELDS = services.in_model_order(
+    {
+        *services.EDITABLE_FIELDS,
+        *services.SERVER_FIELDS,
+        *services.EMBEDDING_FIELDS,
+        *services.IDENTITY_FIELDS,
+    }
+    - {"id", "namespace", "updated_at"}
 )
-DATETIME_FIELDS = {
-    "status_changed_at",
-    "promoted_at",
-    "forgotten_at",
-    "last_used_at",
-    "last_accessed_at",
-    "last_recalled_at",
-    "created_at",
-    "expires_at",
-}
 
 
 def _encode(value: Any) -> Any:

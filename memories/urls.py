@@ -4,33 +4,48 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from memories import api, views
+from memories import views
+from memories.api.digests import ConsolidationListView
+from memories.api.graph import EntityListView, RelationDetailView, RelationListView
+from memories.api.links import AssociationDetailView, AssociationListView
+from memories.api.memories import (
+    MemoryBulkView,
+    MemoryDetailView,
+    MemoryForgetView,
+    MemoryHistoryView,
+    MemoryListView,
+    MemoryRestoreView,
+    MemoryTouchView,
+)
+from memories.api.namespaces import NamespaceDetailView, NamespaceListView
+from memories.api.tokens import TokenListView, TokenRevokeView
+from memories.api.transfer import NamespaceExportView, NamespaceImportJobView, NamespaceImportView
 
 api_urlpatterns = [
-    path("namespaces", api.NamespaceListView.as_view(), name="api-namespaces"),
-    path("namespaces/<slug:slug>", api.NamespaceDetailView.as_view(), name="api-namespace"),
-    path("namespaces/<slug:slug>/export", api.NamespaceExportView.as_view(), name="api-export"),
-    path("namespaces/<slug:slug>/import", api.NamespaceImportView.as_view(), name="api-import"),
+    path("namespaces", NamespaceListView.as_view(), name="api-namespaces"),
+    path("namespaces/<slug:slug>", NamespaceDetailView.as_view(), name="api-namespace"),
+    path("namespaces/<slug:slug>/export", NamespaceExportView.as_view(), name="api-export"),
+    path("namespaces/<slug:slug>/import", NamespaceImportView.as_view(), name="api-import"),
     path(
         "namespaces/<slug:slug>/import/<int:job>",
-        api.NamespaceImportJobView.as_view(),
+        NamespaceImportJobView.as_view(),
         name="api-import-job",
     ),
-    path("memories", api.MemoryListView.as_view(), name="api-memories"),
-    path("memories/bulk", api.MemoryBulkView.as_view(), name="api-memories-bulk"),
-    path("memories/<int:pk>", api.MemoryDetailView.as_view(), name="api-memory"),
-    path("memories/<int:pk>/forget", api.MemoryForgetView.as_view(), name="api-memory-forget"),
-    path("memories/<int:pk>/restore", api.MemoryRestoreView.as_view(), name="api-memory-restore"),
-    path("memories/<int:pk>/touch", api.MemoryTouchView.as_view(), name="api-memory-touch"),
-    path("memories/<int:pk>/history", api.MemoryHistoryView.as_view(), name="api-memory-history"),
-    path("associations", api.AssociationListView.as_view(), name="api-associations"),
-    path("associations/<int:pk>", api.AssociationDetailView.as_view(), name="api-association"),
-    path("entities", api.EntityListView.as_view(), name="api-entities"),
-    path("relations", api.RelationListView.as_view(), name="api-relations"),
-    path("relations/<int:pk>", api.RelationDetailView.as_view(), name="api-relation"),
-    path("consolidations", api.ConsolidationListView.as_view(), name="api-consolidations"),
-    path("tokens", api.TokenListView.as_view(), name="api-tokens"),
-    path("tokens/<int:pk>/revoke", api.TokenRevokeView.as_view(), name="api-token-revoke"),
+    path("memories", MemoryListView.as_view(), name="api-memories"),
+    path("memories/bulk", MemoryBulkView.as_view(), name="api-memories-bulk"),
+    path("memories/<int:pk>", MemoryDetailView.as_view(), name="api-memory"),
+    path("memories/<int:pk>/forget", MemoryForgetView.as_view(), name="api-memory-forget"),
+    path("memories/<int:pk>/restore", MemoryRestoreView.as_view(), name="api-memory-restore"),
+    path("memories/<int:pk>/touch", MemoryTouchView.as_view(), name="api-memory-touch"),
+    path("memories/<int:pk>/history", MemoryHistoryView.as_view(), name="api-memory-history"),
+    path("associations", AssociationListView.as_view(), name="api-associations"),
+    path("associations/<int:pk>", AssociationDetailView.as_view(), name="api-association"),
+    path("entities", EntityListView.as_view(), name="api-entities"),
+    path("relations", RelationListView.as_view(), name="api-relations"),
+    path("relations/<int:pk>", RelationDetailView.as_view(), name="api-relation"),
+    path("consolidations", ConsolidationListView.as_view(), name="api-consolidations"),
+    path("tokens", TokenListView.as_view(), name="api-tokens"),
+    path("tokens/<int:pk>/revoke", TokenRevokeView.as_view(), name="api-token-revoke"),
 ]
 
 pages = [

@@ -26,7 +26,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from config.web import render_page, safe_next, see_other
-from memories import services
+from memories import selectors, services
 from memories.auth import Scope
 from memories.decay import decay_curve
 from memories.forms import (
@@ -121,21 +121,11 @@ def memory_list(request: HttpRequest) -> HttpResponse:
     namespaces = list(scope.namespaces().order_by("name"))
     form = MemoryFilterForm(request.GET or None, namespaces=namespaces)
     f = form.filters() if request.GET else {}
-    memories = scope.memories().select_related("namespace")
     if "namespace" in f:
-        memories = memories.filter(namespace__slug=f["namespace"])
-    status = f.get("status")
-    if status is None:
-        memories = memories.exclude(status=Memory.Status.FORGOTTEN)
-    elif status != "any":
-        memories = memories.filter(status=status)
-    for name in ("topic", "tier", "memory_type", "classification"):
-        if name in f:
-            memories = memories.filter(**{name: f[name]})
-    if f.get("q"):
-        memories = memories.containing(f["q"])
+        # The form accepts only the slugs of these namespaces.
+        f["namespace"] = next(ns for ns in namespaces if ns.slug == f["namespace"])
     sort = f.get("sort", "new")
-    memories = memories.order_by(*SORTS[sort])
+    memories = selectors.memory_list(scope=scope, filters=f, ordering=SORTS[sort])
     page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
     now = timezone.now()
     params = {ns.pk: ns.decay_params() for ns in namespaces}

@@ -11,9 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import ApiError
-from memories.auth import Scope
-from memories.models import ApiToken, Memory
-from memories.serializers import (
+from config.serializers import (
     StrictBooleanField,
     StrictCharField,
     StrictDateTimeField,
@@ -21,8 +19,10 @@ from memories.serializers import (
     StrictSerializer,
     StrictSlugField,
 )
-from recall.pipeline import ALL_STAGES
+from memories.auth import Scope
+from memories.models import ApiToken, Memory
 from recall.services import MAX_LIMIT, recall_run
+from recall.stages import ALL_STAGES
 
 
 class ContextInput(StrictSerializer):

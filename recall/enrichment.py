@@ -18,7 +18,7 @@ from itertools import combinations
 from memories.text import words
 from recall.mmr import jaccard
 from recall.pipeline import RecallHit
-from recall.stages import STOP_WORDS
+from recall.stages.query import STOP_WORDS
 
 _NEGATIONS = (
     "not no never none nobody nothing neither nor cannot without isn aren wasn weren don "

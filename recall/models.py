@@ -14,6 +14,7 @@ from config.bounds import (
     validate_datetime,
     validate_finite,
 )
+from config.db import is_postgres
 from memories.models import ApiToken, Memory, Namespace
 
 
@@ -77,7 +78,7 @@ class BitCodeField(models.Field):
     description = "Bit string"
 
     def db_type(self, connection) -> str:
-        if connection.vendor == "postgresql":
+        if is_postgres(connection):
             return "bit varying"
         return connection.data_types["BinaryField"]
 
@@ -90,7 +91,7 @@ class BitCodeField(models.Field):
         if value is None:
             return None
         value = bytes(value)
-        if connection.vendor == "postgresql":
+        if is_postgres(connection):
             return "".join(f"{byte:08b}" for byte in value)
         return value
 

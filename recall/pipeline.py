@@ -1,18 +1,14 @@
-"""Seed 002's recall pipeline: stages, short-circuit, fusion, ranking, MMR, review blend.
+"""Seed 002's recall pipeline: runs the stages, then fusion and ranking, without writing.
 
 Order of work for one query (docs/recall.md has the why of each step):
 
 1. Se's query embedding starts in a thread (it overlaps Sf; discarded if Sf fills the limit).
 2. Sf full text; if it returns >= limit hits, Se and Ss are skipped (short-circuit).
-3. Se cosine search, Ss signature search; S6 digests and S8 relations always run.
-4. Fusion of Sf/Se/Ss into one relevance in [0, 1]: the seed's cross-stage penalty or
-   reciprocal rank fusion (RECALL_FUSION).
-5. Relevance boosts from the candidates themselves: keyword field match, association
-   spreading (neighbours of hits join as associative results) and episode coherence.
-6. The namespace mode's weights (similarity, recency = decay score, utility, confidence),
-   then context boost, emotion tie-breaker and spacing multiplier.
-7. MMR (lambda 0.7, Jaccard on words), then the review blend (a share of the slots for
-   memories in the decay danger zone).
+3. Se cosine search, Ss signature search (the stages are recall.stages.*).
+4. Fusion of Sf/Se/Ss into one relevance in [0, 1] (recall.fusion).
+5. Boosts, mode weights, MMR and the review blend (recall.ranking); association
+   spreading reads its links and the linked memories' rows here.
+6. S6 digests and S8 relations always run; each result gets its explanation.
 
 Nothing here writes: tracking and the RecallEvent belong to recall.services.
 """
@@ -20,87 +16,43 @@ Nothing here writes: tracking and the RecallEvent belong to recall.services.
 from __future__ import annotations
 
 import concurrent.futures
-import functools
-import json
 import math
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection
+from django.conf import settings
 from django.utils import timezone
 
-from memories.decay import DecayParams, Thresholds, decay_score_after, in_danger_zone
-from memories.models import Association, Memory, Namespace
-from memories.text import words
-from recall import stages
+from memories.decay import Thresholds, in_danger_zone
+from memories.models import Memory, Namespace
+from recall import fusion, ranking
 from recall.embeddings import EmbeddingUnavailable, embed_texts, get_provider
-from recall.mmr import mmr_rerank
-from recall.scoring import (
-    RecallScoringConfig,
-    context_boost,
-    cross_stage_penalty,
-    emotion_tiebreak,
-    fts_score,
-    reciprocal_rank_fusion,
-    spacing_multiplier,
+from recall.fusion import Candidate
+from recall.rows import association_links, load_rows
+from recall.scoring import RecallScoringConfig
+from recall.stages import (
+    ALL_STAGES,
+    DIGESTS,
+    EMBEDDINGS,
+    ENTITY_GRAPH,
+    FULL_TEXT,
+    MEMORY_STAGES,
+    SIGNATURES,
 )
+from recall.stages.digests import DigestHit, consolidation_search
+from recall.stages.embeddings import embedding_search
+from recall.stages.entity_graph import RelationHit, entity_search
+from recall.stages.filters import RecallFilters
+from recall.stages.full_text import FullTextResult, full_text
+from recall.stages.query import QueryTerms, analyse_query
+from recall.stages.signatures import signature_search
 
-ALL_STAGES = ("Sf", "Se", "Ss", "S6", "S8")
-MEMORY_STAGES = ("Sf", "Se", "Ss")
-ASSOCIATION = "association"
-REVIEW_MIN_RELEVANCE = 0.25  # a review-blend pick must still be about the query
-MMR_POOL_MIN = 30
-# Columns read for every candidate; JSON columns are decoded by _decode, times are epochs.
-ROW_FIELDS = (
-    "id",
-    "namespace_id",
-    "content",
-    "keywords",
-    "topic",
-    "tier",
-    "storage",
-    "classification",
-    "emotion_score",
-    "confidence",
-    "utility",
-    "strength",
-    "use_count",
-    "last_used_ts",
-    "recall_count",
-    "recall_timestamps",
-    "trust",
-    "credibility",
-    "relevance_score",
-    "created_ts",
-    "emotion_tags",
-    "importance_flags",
-)
-_JSON_FIELDS = ("keywords", "recall_timestamps", "emotion_tags", "importance_flags")
-# Times are read as Unix seconds: decoding a few hundred timestamps per query into aware
-# datetimes cost more than any ranking step; the results' created_at is made from them.
-_EPOCH_SQL = {
-    "postgresql": "date_part('epoch', m.{})",
-    # Whole seconds of the first 19 characters (strftime would round .9995 and up to the
-    # next second), plus the ".ffffff" Django writes when there are microseconds: exact to
-    # the microsecond, where julianday() would be off by tens of them.
-    "sqlite": (
-        "(CAST(strftime('%%s', substr(m.{0}, 1, 19)) AS INTEGER) + CAST(substr(m.{0}, 20) AS REAL))"
-    ),
-}
-_EPOCH_FIELDS = {"last_used_ts": "last_used_at", "created_ts": "created_at"}
+ASSOCIATION = "association"  # the stage label of a result no stage found, reached by a link
 
 
-def _select_list() -> str:
-    epoch = _EPOCH_SQL[connection.vendor]
-    return ", ".join(
-        epoch.format(_EPOCH_FIELDS[name]) if name in _EPOCH_FIELDS else f"m.{name}"
-        for name in ROW_FIELDS
-    )
-
-
+# Computes query embeddings while Sf runs.
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-se")
 
 
@@ -135,42 +87,40 @@ class RecallConfig:
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> RecallConfig:
-        from django.conf import settings as s
-
         values = {
-            "fusion": s.RECALL_FUSION,
-            "rrf_k": s.RECALL_RRF_K,
-            "candidate_cap": s.RECALL_CANDIDATE_CAP,
-            "match_budget": s.RECALL_MATCH_BUDGET,
-            "mmr_lambda": s.RECALL_MMR_LAMBDA,
-            "keyword_boost": s.RECALL_KEYWORD_BOOST,
-            "association_spread": s.RECALL_ASSOCIATION_SPREAD,
-            "episode_boost": s.RECALL_EPISODE_BOOST,
-            "episode_window_minutes": s.RECALL_EPISODE_WINDOW_MINUTES,
-            "review_blend": s.REVIEW_BLEND_RATIO,
+            "fusion": settings.RECALL_FUSION,
+            "rrf_k": settings.RECALL_RRF_K,
+            "candidate_cap": settings.RECALL_CANDIDATE_CAP,
+            "match_budget": settings.RECALL_MATCH_BUDGET,
+            "mmr_lambda": settings.RECALL_MMR_LAMBDA,
+            "keyword_boost": settings.RECALL_KEYWORD_BOOST,
+            "association_spread": settings.RECALL_ASSOCIATION_SPREAD,
+            "episode_boost": settings.RECALL_EPISODE_BOOST,
+            "episode_window_minutes": settings.RECALL_EPISODE_WINDOW_MINUTES,
+            "review_blend": settings.REVIEW_BLEND_RATIO,
             "thresholds": Thresholds(
-                forget=s.FORGET_THRESHOLD,
-                danger_min=s.REVIEW_DANGER_ZONE_MIN,
-                danger_max=s.REVIEW_DANGER_ZONE_MAX,
-                promote=s.PROMOTE_THRESHOLD,
-                promote_use_count=s.PROMOTE_USE_COUNT,
-                promote_window_days=s.PROMOTE_TIME_WINDOW_DAYS,
+                forget=settings.FORGET_THRESHOLD,
+                danger_min=settings.REVIEW_DANGER_ZONE_MIN,
+                danger_max=settings.REVIEW_DANGER_ZONE_MAX,
+                promote=settings.PROMOTE_THRESHOLD,
+                promote_use_count=settings.PROMOTE_USE_COUNT,
+                promote_window_days=settings.PROMOTE_TIME_WINDOW_DAYS,
             ),
             "scoring": RecallScoringConfig(
-                decay_days=s.RECALL_DECAY_DAYS,
-                decay_floor=s.RECALL_DECAY_FLOOR,
-                emotion_boost=s.RECALL_EMOTION_BOOST,
+                decay_days=settings.RECALL_DECAY_DAYS,
+                decay_floor=settings.RECALL_DECAY_FLOOR,
+                emotion_boost=settings.RECALL_EMOTION_BOOST,
             ),
-            "search_mode": s.MEMORY_SEARCH_MODE,
-            "embedding_enabled": s.EMBEDDING_ENABLED,
-            "embedding_provider": s.EMBEDDING_PROVIDER,
-            "embedding_threshold": s.EMBEDDING_SIMILARITY_THRESHOLD,
-            "embedding_budget_s": s.EMBEDDING_QUERY_BUDGET_MS / 1000,
-            "vector_rerank": s.RECALL_VECTOR_RERANK,
-            "signature_bits": s.SIGNATURE_BITS,
-            "signature_threshold": s.RECALL_SIGNATURE_THRESHOLD,
-            "signature_cap": s.RECALL_SIGNATURE_CAP,
-            "signature_scan_cap": s.RECALL_SIGNATURE_SCAN_CAP,
+            "search_mode": settings.MEMORY_SEARCH_MODE,
+            "embedding_enabled": settings.EMBEDDING_ENABLED,
+            "embedding_provider": settings.EMBEDDING_PROVIDER,
+            "embedding_threshold": settings.EMBEDDING_SIMILARITY_THRESHOLD,
+            "embedding_budget_s": settings.EMBEDDING_QUERY_BUDGET_MS / 1000,
+            "vector_rerank": settings.RECALL_VECTOR_RERANK,
+            "signature_bits": settings.SIGNATURE_BITS,
+            "signature_threshold": settings.RECALL_SIGNATURE_THRESHOLD,
+            "signature_cap": settings.RECALL_SIGNATURE_CAP,
+            "signature_scan_cap": settings.RECALL_SIGNATURE_SCAN_CAP,
         }
         values.update(overrides)
         return cls(**values)
@@ -223,8 +173,8 @@ class RecallHit:
 class RecallResult:
     query: str
     results: list[RecallHit]
-    digests: list[stages.DigestHit]
-    relations: list[stages.RelationHit]
+    digests: list[DigestHit]
+    relations: list[RelationHit]
     stage_timings: dict[str, dict[str, Any]]
     warnings: list[str]
     candidates: int = 0
@@ -243,19 +193,6 @@ class RecallResult:
             "duration_ms": round(self.duration_ms, 3),
             "event_id": self.event_id,
         }
-
-
-@dataclass
-class _Candidate:
-    memory_id: int
-    row: dict[str, Any]
-    stage_scores: dict[str, float] = field(default_factory=dict)
-    sub: str = ""
-    relevance: float = 0.0
-    associative: bool = False
-    boosts: dict[str, float] = field(default_factory=dict)
-    final: float = 0.0
-    decay: float = 0.0
 
 
 def _timing(
@@ -277,16 +214,33 @@ def _ms(start: float) -> float:
 def active_stages(requested: list[str] | None, config: RecallConfig) -> list[str]:
     chosen = list(ALL_STAGES) if not requested else [s for s in ALL_STAGES if s in requested]
     if config.search_mode == "lexical":
-        chosen = [s for s in chosen if s != "Se"]
+        chosen = [s for s in chosen if s != EMBEDDINGS]
     elif config.search_mode == "semantic":
-        chosen = [s for s in chosen if s != "Sf"]
+        chosen = [s for s in chosen if s != FULL_TEXT]
     return chosen
+
+
+@dataclass
+class _StageLog:
+    """Each stage's timing entry (stage_timings) and the warnings for the caller."""
+
+    timings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _PendingEmbedding:
+    """The query embedding being computed in _EXECUTOR, and when Se started."""
+
+    future: concurrent.futures.Future
+    model: str
+    started: float
 
 
 def run_pipeline(
     *,
     namespaces: list[Namespace],
-    filters: stages.RecallFilters,
+    filters: RecallFilters,
     query: str,
     limit: int,
     context: dict[str, Any] | None,
@@ -295,525 +249,297 @@ def run_pipeline(
 ) -> RecallResult:
     """Run every stage and the ranking; returns results without writing anything."""
     started = time.perf_counter()
-    now = filters.now
-    terms = stages.analyse_query(query)
+    terms = analyse_query(query)
     wanted = active_stages(requested_stages, config)
-    timings: dict[str, dict[str, Any]] = {}
-    warnings: list[str] = []
+    log = _StageLog()
     ns_by_id = {ns.pk: ns for ns in namespaces}
 
-    # Se starts first so the query embedding overlaps Sf.
-    embed_future: concurrent.futures.Future | None = None
-    provider = None
-    se_started = time.perf_counter()
-    if "Se" in wanted and config.embedding_enabled and query.strip():
-        try:
-            provider = get_provider(config.embedding_provider)
-            embed_future = _EXECUTOR.submit(
-                embed_texts,
-                [query],
-                kind="query",
-                provider=provider,
-                timeout=config.embedding_budget_s,
-            )
-        except EmbeddingUnavailable as exc:
-            warnings.append(f"Se skipped: {exc}")
-            timings["Se"] = _timing(skipped=True, reason=str(exc))
-
-    # Sf
-    full = stages.FullTextResult()
-    if "Sf" in wanted:
-        t0 = time.perf_counter()
-        full = stages.full_text(
-            terms,
-            filters,
-            limit=limit,
-            candidate_cap=config.candidate_cap,
-            match_budget=config.match_budget,
-        )
-        detail = ""
-        if full.matched_terms:
-            detail = "FTS matches on " + ", ".join(f'"{t}"' for t in full.matched_terms)
-        if full.dropped_terms:
-            detail += "; too common to match on: " + ", ".join(full.dropped_terms)
-        if full.note:
-            detail = full.note
-        timings["Sf"] = _timing(_ms(t0), len(full.hits), detail=detail)
-        if full.note == "only common words":
-            warnings.append("The query has only common words; full-text search skipped them.")
-    else:
-        timings["Sf"] = _timing(skipped=True, reason="not requested")
-
+    pending = _start_query_embedding(query, wanted, config, log)
+    full = _run_full_text(terms, filters, limit, wanted, config, log)
     short_circuit = config.short_circuit and len(full.hits) >= limit
-    candidates: dict[int, _Candidate] = {}
-    sf_ids = [memory_id for memory_id, _score, _sub in full.hits]
-    rows = _load_rows(sf_ids)
+    rows = load_rows([memory_id for memory_id, _score, _sub in full.hits])
+    se_hits, embeddings_ran = _run_embeddings(
+        pending, filters, limit, wanted, short_circuit, config, log
+    )
+    ss_hits = _run_signatures(query, filters, wanted, short_circuit, config, log)
+    rows.update(load_rows([i for i, _ in se_hits + ss_hits if i not in rows]))
 
-    # Se
-    se_hits: list[tuple[int, float]] = []
-    embeddings_available = False
-    if "Se" not in wanted:
-        timings.setdefault("Se", _timing(skipped=True, reason="not requested"))
-    elif not config.embedding_enabled:
-        timings["Se"] = _timing(skipped=True, reason="embeddings disabled")
-    elif embed_future is not None and short_circuit:
-        embed_future.cancel()  # discarded without awaiting
-        timings["Se"] = _timing(skipped=True, reason="Sf filled limit")
-    elif embed_future is not None:
-        remaining = config.embedding_budget_s - (time.perf_counter() - se_started)
-        try:
-            vector = embed_future.result(timeout=max(0.0, remaining))[0]
-            se_hits = stages.embedding_search(
-                vector,
-                filters,
-                model=provider.model,
-                threshold=config.embedding_threshold,
-                limit=limit * 3,
-                rerank=config.vector_rerank,
-            )
-            embeddings_available = True
-            timings["Se"] = _timing(
-                _ms(se_started), len(se_hits), detail="cosine similarity to query embedding"
-            )
-        except concurrent.futures.TimeoutError:
-            embed_future.cancel()
-            reason = f"embedding slower than {config.embedding_budget_s * 1000:.0f} ms"
-            warnings.append(f"Se skipped: {reason}")
-            timings["Se"] = _timing(_ms(se_started), skipped=True, reason=reason)
-        except (EmbeddingUnavailable, ImportError) as exc:
-            warnings.append(f"Se skipped: {exc}")
-            timings["Se"] = _timing(_ms(se_started), skipped=True, reason=str(exc))
+    candidates = _fuse(full, se_hits, ss_hits, rows, filters.now, config, embeddings_ran)
+    ordered = _rank(candidates, terms, filters, ns_by_id, context or {}, limit, config)
 
-    # Ss
-    ss_hits: list[tuple[int, float]] = []
-    if "Ss" not in wanted:
-        timings["Ss"] = _timing(skipped=True, reason="not requested")
-    elif short_circuit:
-        timings["Ss"] = _timing(skipped=True, reason="Sf filled limit")
-    else:
-        t0 = time.perf_counter()
-        ss_hits = stages.signature_search(
-            query,
-            filters,
-            bits=config.signature_bits,
-            threshold=config.signature_threshold,
-            cap=config.signature_cap,
-            scan_cap=config.signature_scan_cap,
-        )
-        timings["Ss"] = _timing(_ms(t0), len(ss_hits), detail="SimHash Hamming similarity")
-
-    extra_ids = [i for i, _ in se_hits + ss_hits if i not in rows]
-    if extra_ids:
-        rows.update(_load_rows(extra_ids))
-
-    # Stage scores.
-    sf_ranked = _score_full_text(full.hits, rows, now, config)
-    for memory_id, score, sub in sf_ranked:
-        cand = candidates.setdefault(memory_id, _Candidate(memory_id, rows[memory_id]))
-        cand.stage_scores["Sf"] = score
-        cand.sub = sub
-    for stage_name, hits in (("Se", se_hits), ("Ss", ss_hits)):
-        for memory_id, score in hits:
-            if memory_id not in rows:
-                continue
-            cand = candidates.setdefault(memory_id, _Candidate(memory_id, rows[memory_id]))
-            cand.stage_scores[stage_name] = score
-
-    rankings = {
-        "Sf": [memory_id for memory_id, _s, _sub in sf_ranked],
-        "Se": [memory_id for memory_id, _s in se_hits if memory_id in candidates],
-        "Ss": [memory_id for memory_id, _s in ss_hits if memory_id in candidates],
-    }
-    _fuse(candidates, rankings, config, embeddings_available=embeddings_available)
-    _keyword_boost(candidates, terms.terms, config.keyword_boost)
-    _associate(candidates, filters, config.association_spread)
-    _episode_boost(candidates, config.episode_boost, config.episode_window_minutes)
-    _normalise(candidates)
-    _final_scores(candidates, ns_by_id, context or {}, now, config)
-
-    ordered = _rank(candidates, limit, config)
-
-    # S6 and S8 always run.
-    digests: list[stages.DigestHit] = []
-    if "S6" in wanted:
-        t0 = time.perf_counter()
-        rare_first = sorted(
-            terms.terms, key=lambda t: full.document_frequency.get(t, 0) or math.inf
-        )
-        digests = stages.consolidation_search(terms, filters, rare_first=rare_first, limit=limit)
-        detail = f'consolidation mentions "{digests[0].text[:60]}"' if digests else ""
-        timings["S6"] = _timing(_ms(t0), len(digests), detail=detail)
-    else:
-        timings["S6"] = _timing(skipped=True, reason="not requested")
-    relations: list[stages.RelationHit] = []
-    if "S8" in wanted:
-        t0 = time.perf_counter()
-        entity, relations = stages.entity_search(terms, filters)
-        detail = f"entity {entity}" if entity else "no entity match"
-        timings["S8"] = _timing(_ms(t0), len(relations), detail=detail)
-    else:
-        timings["S8"] = _timing(skipped=True, reason="not requested")
-
-    hits = [_to_hit(candidates[i], ns_by_id, config) for i in ordered]
+    digests = _run_digests(terms, full, filters, limit, wanted, log)
+    relations = _run_entity_graph(terms, filters, wanted, log)
     result = RecallResult(
         query=query,
-        results=hits,
+        results=[_explain(candidates[i], ns_by_id, config) for i in ordered],
         digests=digests,
         relations=relations,
-        stage_timings={name: timings[name] for name in ALL_STAGES if name in timings},
-        warnings=warnings,
+        stage_timings={name: log.timings[name] for name in ALL_STAGES if name in log.timings},
+        warnings=log.warnings,
         candidates=len(candidates) + len(digests) + len(relations),
     )
     result.duration_ms = _ms(started)
     return result
 
 
-def _load_rows(
-    ids: list[int], filters: stages.RecallFilters | None = None
-) -> dict[int, dict[str, Any]]:
-    """Candidate rows by id in one raw query (optionally re-applying the filters, cold allowed).
+# --- Stages ----------------------------------------------------------------------------------
 
-    Raw SQL rather than .values(): on a few hundred candidates per query the ORM's
-    per-value converters cost more than the search itself.
+
+def _start_query_embedding(
+    query: str, wanted: list[str], config: RecallConfig, log: _StageLog
+) -> _PendingEmbedding | None:
+    """Se's first step, started before Sf so the query embedding overlaps it."""
+    if EMBEDDINGS not in wanted or not config.embedding_enabled or not query.strip():
+        return None
+    started = time.perf_counter()
+    try:
+        provider = get_provider(config.embedding_provider)
+        future = _EXECUTOR.submit(
+            embed_texts,
+            [query],
+            kind="query",
+            provider=provider,
+            timeout=config.embedding_budget_s,
+        )
+    except EmbeddingUnavailable as exc:
+        log.warnings.append(f"Se skipped: {exc}")
+        log.timings[EMBEDDINGS] = _timing(skipped=True, reason=str(exc))
+        return None
+    return _PendingEmbedding(future=future, model=provider.model, started=started)
+
+
+def _run_full_text(
+    terms: QueryTerms,
+    filters: RecallFilters,
+    limit: int,
+    wanted: list[str],
+    config: RecallConfig,
+    log: _StageLog,
+) -> FullTextResult:
+    """Sf, with its timing: which terms it matched on and which were too common."""
+    if FULL_TEXT not in wanted:
+        log.timings[FULL_TEXT] = _timing(skipped=True, reason="not requested")
+        return FullTextResult()
+    t0 = time.perf_counter()
+    full = full_text(
+        terms,
+        filters,
+        limit=limit,
+        candidate_cap=config.candidate_cap,
+        match_budget=config.match_budget,
+    )
+    detail = ""
+    if full.matched_terms:
+        detail = "FTS matches on " + ", ".join(f'"{t}"' for t in full.matched_terms)
+    if full.dropped_terms:
+        detail += "; too common to match on: " + ", ".join(full.dropped_terms)
+    if full.note:
+        detail = full.note
+    log.timings[FULL_TEXT] = _timing(_ms(t0), len(full.hits), detail=detail)
+    if full.note == "only common words":
+        log.warnings.append("The query has only common words; full-text search skipped them.")
+    return full
+
+
+def _run_embeddings(
+    pending: _PendingEmbedding | None,
+    filters: RecallFilters,
+    limit: int,
+    wanted: list[str],
+    short_circuit: bool,
+    config: RecallConfig,
+    log: _StageLog,
+) -> tuple[list[tuple[int, float]], bool]:
+    """Se's hits, and whether Se ran (only then can it confirm Sf's hits: the penalty).
+
+    Waits for the query embedding at most what is left of the budget.
     """
-    if not ids:
-        return {}
-    in_ids, params = stages.in_list("m.id", ids)
-    sql = f"SELECT {_select_list()} FROM memories_memory m "
-    sql += f"WHERE {in_ids}"
-    if filters is not None:
-        where, extra = filters.sql("m", cold=True)
-        sql += f" AND {where}"
-        params += extra
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        fetched = cursor.fetchall()
-    rows = {}
-    for values in fetched:
-        row = dict(zip(ROW_FIELDS, values, strict=True))
-        _decode(row)
-        rows[row["id"]] = row
-    return rows
+    if EMBEDDINGS not in wanted:
+        log.timings.setdefault(EMBEDDINGS, _timing(skipped=True, reason="not requested"))
+        return [], False
+    if not config.embedding_enabled:
+        log.timings[EMBEDDINGS] = _timing(skipped=True, reason="embeddings disabled")
+        return [], False
+    if pending is None:  # the provider was unavailable (logged) or the query blank
+        return [], False
+    if short_circuit:
+        pending.future.cancel()  # discarded without awaiting
+        log.timings[EMBEDDINGS] = _timing(skipped=True, reason="Sf filled limit")
+        return [], False
+    remaining = config.embedding_budget_s - (time.perf_counter() - pending.started)
+    try:
+        vector = pending.future.result(timeout=max(0.0, remaining))[0]
+        hits = embedding_search(
+            vector,
+            filters,
+            model=pending.model,
+            threshold=config.embedding_threshold,
+            limit=limit * 3,
+            rerank=config.vector_rerank,
+        )
+    except concurrent.futures.TimeoutError:
+        pending.future.cancel()
+        reason = f"embedding slower than {config.embedding_budget_s * 1000:.0f} ms"
+        log.warnings.append(f"Se skipped: {reason}")
+        log.timings[EMBEDDINGS] = _timing(_ms(pending.started), skipped=True, reason=reason)
+        return [], False
+    except (EmbeddingUnavailable, ImportError) as exc:
+        log.warnings.append(f"Se skipped: {exc}")
+        log.timings[EMBEDDINGS] = _timing(_ms(pending.started), skipped=True, reason=str(exc))
+        return [], False
+    log.timings[EMBEDDINGS] = _timing(
+        _ms(pending.started), len(hits), detail="cosine similarity to query embedding"
+    )
+    return hits, True
 
 
-def _decode(row: dict[str, Any]) -> None:
-    for name in _JSON_FIELDS:
-        value = row[name]
-        if isinstance(value, str | bytes):
-            try:
-                row[name] = json.loads(value) if value not in ("[]", b"[]") else []
-            except ValueError:
-                row[name] = []
-        elif value is None:
-            row[name] = []
+def _run_signatures(
+    query: str,
+    filters: RecallFilters,
+    wanted: list[str],
+    short_circuit: bool,
+    config: RecallConfig,
+    log: _StageLog,
+) -> list[tuple[int, float]]:
+    """Ss's hits, unless Sf filled the limit."""
+    if SIGNATURES not in wanted:
+        log.timings[SIGNATURES] = _timing(skipped=True, reason="not requested")
+        return []
+    if short_circuit:
+        log.timings[SIGNATURES] = _timing(skipped=True, reason="Sf filled limit")
+        return []
+    t0 = time.perf_counter()
+    hits = signature_search(
+        query,
+        filters,
+        bits=config.signature_bits,
+        threshold=config.signature_threshold,
+        cap=config.signature_cap,
+        scan_cap=config.signature_scan_cap,
+    )
+    log.timings[SIGNATURES] = _timing(_ms(t0), len(hits), detail="SimHash Hamming similarity")
+    return hits
+
+
+def _run_digests(
+    terms: QueryTerms,
+    full: FullTextResult,
+    filters: RecallFilters,
+    limit: int,
+    wanted: list[str],
+    log: _StageLog,
+) -> list[DigestHit]:
+    """S6, searching the query's rarest words first (Sf counted them)."""
+    if DIGESTS not in wanted:
+        log.timings[DIGESTS] = _timing(skipped=True, reason="not requested")
+        return []
+    t0 = time.perf_counter()
+    rare_first = sorted(terms.terms, key=lambda t: full.document_frequency.get(t, 0) or math.inf)
+    digests = consolidation_search(terms, filters, rare_first=rare_first, limit=limit)
+    detail = f'consolidation mentions "{digests[0].text[:60]}"' if digests else ""
+    log.timings[DIGESTS] = _timing(_ms(t0), len(digests), detail=detail)
+    return digests
+
+
+def _run_entity_graph(
+    terms: QueryTerms, filters: RecallFilters, wanted: list[str], log: _StageLog
+) -> list[RelationHit]:
+    """S8: the relations of the first entity the query names."""
+    if ENTITY_GRAPH not in wanted:
+        log.timings[ENTITY_GRAPH] = _timing(skipped=True, reason="not requested")
+        return []
+    t0 = time.perf_counter()
+    entity, relations = entity_search(terms, filters)
+    detail = f"entity {entity}" if entity else "no entity match"
+    log.timings[ENTITY_GRAPH] = _timing(_ms(t0), len(relations), detail=detail)
+    return relations
+
+
+# --- Fusion and ranking ----------------------------------------------------------------------
+
+
+def _fuse(
+    full: FullTextResult,
+    se_hits: list[tuple[int, float]],
+    ss_hits: list[tuple[int, float]],
+    rows: dict[int, dict[str, Any]],
+    now: datetime,
+    config: RecallConfig,
+    embeddings_ran: bool,
+) -> dict[int, Candidate]:
+    """The memory stages' hits as candidates, each with its fused relevance."""
+    sf_scored = fusion.score_full_text(full.hits, rows, now=now, scoring=config.scoring)
+    candidates, rankings = fusion.gather(sf_scored, se_hits, ss_hits, rows)
+    fusion.fuse(
+        candidates,
+        rankings,
+        method=config.fusion,
+        rrf_k=config.rrf_k,
+        embeddings_available=embeddings_ran,
+    )
+    return candidates
+
+
+def _rank(
+    candidates: dict[int, Candidate],
+    terms: QueryTerms,
+    filters: RecallFilters,
+    ns_by_id: dict[int, Namespace],
+    context: dict[str, Any],
+    limit: int,
+    config: RecallConfig,
+) -> list[int]:
+    """Boosts, final scores, MMR and the review blend; ids of the results in order."""
+    ranking.keyword_boost(candidates, terms.terms, config.keyword_boost)
+    _spread_associations(candidates, filters, config.association_spread)
+    ranking.episode_boost(candidates, config.episode_boost, config.episode_window_minutes)
+    ranking.normalise(candidates)
+    ranking.final_scores(
+        candidates,
+        weights={pk: ns.ranking_weights() for pk, ns in ns_by_id.items()},
+        decay_params={pk: ns.decay_params() for pk, ns in ns_by_id.items()},
+        context=context,
+        now=filters.now,
+        tz=timezone.get_current_timezone(),
+    )
+    return ranking.rank(
+        candidates,
+        limit,
+        mmr_lambda=config.mmr_lambda,
+        review_blend=config.review_blend,
+        thresholds=config.thresholds,
+    )
+
+
+def _spread_associations(
+    candidates: dict[int, Candidate], filters: RecallFilters, spread: float
+) -> None:
+    """Spread relevance along association links (either direction), one hop.
+
+    A linked memory that no stage found joins as an associative result, provided it
+    passes every filter (cold storage allowed: it is reactivated if returned).
+    """
+    if not spread or not candidates:
+        return
+    links = association_links(list(candidates), filters.namespace_ids)
+    support = ranking.association_support(candidates, links, spread)
+    new_ids = [i for i in support if i not in candidates]
+    if new_ids:
+        for row in load_rows(new_ids, filters).values():
+            candidates[row["id"]] = Candidate(row["id"], row, associative=True)
+    ranking.add_association_support(candidates, support)
 
 
 def _datetime(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
-def _age_days(row: dict[str, Any], now: datetime) -> float:
-    return (now.timestamp() - row["created_ts"]) / 86_400
-
-
-def _score_full_text(
-    hits: list[tuple[int, float, str]],
-    rows: dict[int, dict[str, Any]],
-    now: datetime,
-    config: RecallConfig,
-) -> list[tuple[int, float, str]]:
-    """Seed 002's FTS score per hit, best first.
-
-    Trigram and original-language hits have a similarity in (0, 1], not a bm25; it is
-    scaled by the weakest stemmed bm25 so a fuzzy hit ranks below every stemmed hit of
-    equal standing.
-    """
-    stemmed = [score for _id, score, sub in hits if sub == "stemmed" and score > 0]
-    scale = min(stemmed) if stemmed else 1.0
-    scored = []
-    for memory_id, raw, sub in hits:
-        row = rows.get(memory_id)
-        if row is None:
-            continue
-        bm25 = max(raw, 0.0) if sub == "stemmed" else raw * scale
-        score = fts_score(
-            bm25=bm25,
-            emotion_score=row["emotion_score"],
-            recall_count=row["recall_count"],
-            relevance_score=row["relevance_score"],
-            trust=row["trust"],
-            credibility=row["credibility"],
-            tier=row["tier"],
-            age_days=_age_days(row, now),
-            config=config.scoring,
-        )
-        scored.append((memory_id, score, sub))
-    scored.sort(key=lambda item: -item[1])
-    return scored
-
-
-def _fuse(
-    candidates: dict[int, _Candidate],
-    rankings: dict[str, list[int]],
-    config: RecallConfig,
-    *,
-    embeddings_available: bool,
-) -> None:
-    """One relevance per candidate in [0, 1].
-
-    penalty (seed 002): the best of the stage scores, Sf normalised by its top score, Se
-    the raw cosine, Ss the raw Hamming similarity; x0.5 for Sf-only hits when Se ran.
-    rrf: sum of 1 / (k + rank) over the stage lists, normalised by the top score.
-    """
-    if not candidates:
-        return
-    if config.fusion == "rrf":
-        fused = reciprocal_rank_fusion({k: v for k, v in rankings.items() if v}, k=config.rrf_k)
-        top = max(fused.values(), default=1.0) or 1.0
-        for memory_id, cand in candidates.items():
-            cand.relevance = fused.get(memory_id, 0.0) / top
-        return
-    sf_top = max((c.stage_scores.get("Sf", 0.0) for c in candidates.values()), default=0.0)
-    for cand in candidates.values():
-        parts = []
-        if "Sf" in cand.stage_scores and sf_top > 0:
-            parts.append(cand.stage_scores["Sf"] / sf_top)
-        if "Se" in cand.stage_scores:
-            parts.append(cand.stage_scores["Se"])
-        if "Ss" in cand.stage_scores:
-            parts.append(cand.stage_scores["Ss"])
-        penalty = cross_stage_penalty(
-            set(cand.stage_scores), embeddings_available=embeddings_available
-        )
-        if penalty != 1.0:
-            cand.boosts["cross_stage_penalty"] = penalty
-        cand.relevance = max(parts, default=0.0) * penalty
-
-
-def _singular(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-@functools.lru_cache(maxsize=4096)
-def _keyword_words(keyword: str) -> frozenset[str]:
-    """A keyword's folded, singular words (keywords repeat across memories: cached)."""
-    return frozenset(_singular(w) for w in words(keyword))
-
-
-def _keyword_boost(candidates: dict[int, _Candidate], terms: list[str], boost: float) -> None:
-    """x(1 + boost) for a memory whose keywords name a query word: keywords say what it is about."""
-    if not boost or not terms:
-        return
-    wanted = {_singular(t) for t in terms}
-    for cand in candidates.values():
-        keywords = cand.row["keywords"] or []
-        if not isinstance(keywords, list):
-            continue
-        if any(not wanted.isdisjoint(_keyword_words(k)) for k in keywords if isinstance(k, str)):
-            gain = cand.relevance * boost
-            cand.relevance += gain
-            cand.boosts["keyword"] = gain
-
-
-def _associate(
-    candidates: dict[int, _Candidate], filters: stages.RecallFilters, spread: float
-) -> None:
-    """Spread relevance along association links (either direction), one hop.
-
-    A hit gains spread x max(weight x neighbour's relevance) over its linked hits; a
-    linked memory that no stage found joins as an associative result with that score,
-    provided it passes every filter (cold storage allowed: it is reactivated if returned).
-    """
-    if not spread or not candidates:
-        return
-    links = _links(list(candidates), filters.namespace_ids)
-    support: dict[int, float] = {}
-    for source, target, weight in links:
-        for here, there in ((source, target), (target, source)):
-            origin = candidates.get(there)
-            if origin is None or origin.associative:
-                continue
-            gain = spread * weight * origin.relevance
-            if gain > support.get(here, 0.0):
-                support[here] = gain
-    new_ids = [i for i in support if i not in candidates]
-    if new_ids:
-        for row in _load_rows(new_ids, filters).values():
-            candidates[row["id"]] = _Candidate(row["id"], row, associative=True)
-    for memory_id, gain in support.items():
-        cand = candidates.get(memory_id)
-        if cand is None or gain <= 0:
-            continue
-        cand.relevance += gain
-        cand.boosts["association"] = gain
-
-
-def _links(ids: list[int], namespace_ids: tuple[int, ...]) -> list[tuple[int, int, float]]:
-    """(source, target, weight) of the links touching ids: two index range scans in one
-    statement (an OR of the two columns would make the planner combine bitmaps)."""
-    table = connection.ops.quote_name(Association._meta.db_table)
-    sources, source_params = stages.in_list("source_id", ids)
-    targets, target_params = stages.in_list("target_id", ids)
-    namespaces, ns_params = stages.in_list("namespace_id", list(namespace_ids))
-    sql = (
-        f"SELECT source_id, target_id, weight FROM {table} WHERE {sources} AND {namespaces} "
-        "UNION ALL "
-        f"SELECT source_id, target_id, weight FROM {table} "
-        f"WHERE {targets} AND NOT {sources} AND {namespaces}"
-    )
-    params = [*source_params, *ns_params, *target_params, *source_params, *ns_params]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
-def _episode_boost(candidates: dict[int, _Candidate], boost: float, window_minutes: float) -> None:
-    """+ boost x the best relevance among candidates written within the window of this one.
-
-    Memories written in the same sitting (one conversation, one work session) tend to be
-    about the same thing: a strong hit lends its episode some of its weight. Computed
-    with two sliding-window maxima over the candidates sorted by time, O(n).
-    """
-    if not boost or not candidates:
-        return
-    window = window_minutes * 60
-    by_namespace: dict[int, list[_Candidate]] = {}
-    for cand in candidates.values():
-        by_namespace.setdefault(cand.row["namespace_id"], []).append(cand)
-    gains: list[tuple[_Candidate, float]] = []
-    for group in by_namespace.values():
-        group.sort(key=lambda c: c.row["created_ts"])
-        times = [c.row["created_ts"] for c in group]
-        before = _window_max(times, [c.relevance for c in group], window)
-        after = _window_max(
-            [-t for t in reversed(times)], [c.relevance for c in reversed(group)], window
-        )[::-1]
-        for cand, left, right in zip(group, before, after, strict=True):
-            gains.append((cand, boost * max(left, right)))
-    for cand, gain in gains:
-        if gain > 0:
-            cand.relevance += gain
-            cand.boosts["episode"] = gain
-
-
-def _window_max(times: list[float], values: list[float], window: float) -> list[float]:
-    """Per i (times ascending): max(values[j]) over j <= i with times[i] - times[j] <= window."""
-    out: list[float] = []
-    queue: deque[int] = deque()
-    for i, value in enumerate(values):
-        while queue and values[queue[-1]] <= value:
-            queue.pop()
-        queue.append(i)
-        while times[i] - times[queue[0]] > window:
-            queue.popleft()
-        out.append(values[queue[0]])
-    return out
-
-
-def _normalise(candidates: dict[int, _Candidate]) -> None:
-    top = max((c.relevance for c in candidates.values()), default=0.0)
-    if top > 0:
-        for cand in candidates.values():
-            cand.relevance /= top
-
-
-def _final_scores(
-    candidates: dict[int, _Candidate],
-    ns_by_id: dict[int, Namespace],
-    context: dict[str, Any],
-    now: datetime,
-    config: RecallConfig,
-) -> None:
-    weights_by_ns = {pk: ns.ranking_weights() for pk, ns in ns_by_id.items()}
-    params_by_ns: dict[int, DecayParams] = {pk: ns.decay_params() for pk, ns in ns_by_id.items()}
-    hour = context.get("hour")
-    weekday = context.get("weekday")
-    topic = context.get("topic")
-    now_ts = now.timestamp()
-    for cand in candidates.values():
-        row = cand.row
-        weights = weights_by_ns[row["namespace_id"]]
-        cand.decay = decay_score_after(
-            use_count=row["use_count"],
-            dt_seconds=now_ts - row["last_used_ts"],
-            strength=row["strength"],
-            params=params_by_ns[row["namespace_id"]],
-        )
-        recency = min(1.0, cand.decay)
-        base = (
-            weights["similarity"] * cand.relevance
-            + weights["recency"] * recency
-            + weights["utility"] * row["utility"]
-            + weights["confidence"] * row["confidence"]
-        )
-        ctx = 0.0
-        if hour is not None or weekday is not None or topic:
-            ctx = context_boost(
-                created_at=timezone.localtime(_datetime(row["created_ts"])),
-                topic=row["topic"],
-                context_hour=hour,
-                context_weekday=weekday,
-                context_topic=topic,
-            )
-        emotion = emotion_tiebreak(row["emotion_score"])
-        spacing = spacing_multiplier(_timestamps(row["recall_timestamps"]))
-        cand.final = (base + ctx + emotion) * spacing
-        if ctx:
-            cand.boosts["context"] = ctx
-        if emotion:
-            cand.boosts["emotion"] = emotion
-        if spacing != 1.0:
-            cand.boosts["spacing"] = spacing
-
-
-def _timestamps(values) -> list[datetime]:
-    out = []
-    for value in values or []:
-        try:
-            stamp = datetime.fromisoformat(value)
-        except (TypeError, ValueError):
-            continue
-        if timezone.is_naive(stamp):
-            stamp = timezone.make_aware(stamp, timezone.utc)
-        out.append(stamp)
-    return out
-
-
-def _rank(candidates: dict[int, _Candidate], limit: int, config: RecallConfig) -> list[int]:
-    """MMR over the best candidates, then the review blend; ids of the returned results."""
-    if not candidates or limit <= 0:
-        return []
-    by_final = sorted(candidates.values(), key=lambda c: (-c.final, c.memory_id))
-    pool = by_final[: max(3 * limit, MMR_POOL_MIN)]
-    top = pool[0].final or 1.0
-    order = mmr_rerank(
-        [(c.memory_id, c.final / top, c.row["content"]) for c in pool], lam=config.mmr_lambda
-    )
-    order += [c.memory_id for c in by_final[len(pool) :]]
-    n_review = math.floor(config.review_blend * limit + 1e-9)
-    main = order[: limit - n_review]
-    rest = order[limit - n_review :]
-    reviews = [
-        i
-        for i in rest
-        if in_danger_zone(candidates[i].decay, config.thresholds)
-        and candidates[i].relevance >= REVIEW_MIN_RELEVANCE
-    ][:n_review]
-    room = limit - len(main) - len(reviews)
-    others = [i for i in rest if i not in reviews][: max(0, room)]
-    position = {i: n for n, i in enumerate(rest)}
-    return main + sorted(reviews + others, key=position.__getitem__)
-
-
-def _to_hit(
-    cand: _Candidate,
+def _explain(
+    cand: Candidate,
     ns_by_id: dict[int, Namespace],
     config: RecallConfig,
 ) -> RecallHit:
+    """The result for one candidate: its stages, scores, boosts and metadata."""
     row = cand.row
     found_by = [s for s in MEMORY_STAGES if s in cand.stage_scores]
     if cand.associative:

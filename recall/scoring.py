@@ -12,12 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memories.decay import require_finite
+from recall.stages import FULL_TEXT
 
 TIER_CORE = "core"
-
-STAGE_FULL_TEXT = "Sf"
-STAGE_EMBEDDING = "Se"
-STAGE_SIGNATURE = "Ss"
 
 HOUR_BOOST = 0.02
 WEEKDAY_BOOST = 0.015
@@ -167,7 +164,7 @@ def cross_stage_penalty(stages: set[str], *, embeddings_available: bool) -> floa
     the Ss signature) counts as confirmation. Without embeddings there is nothing to
     confirm with, so no penalty.
     """
-    if embeddings_available and stages == {STAGE_FULL_TEXT}:
+    if embeddings_available and stages == {FULL_TEXT}:
         return 0.5
     return 1.0
 

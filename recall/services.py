@@ -21,8 +21,9 @@ from memories.models import Memory, Namespace
 from memories.tracking import memories_track_recall
 from recall.enrichment import enrich
 from recall.models import RecallEvent
-from recall.pipeline import ALL_STAGES, RecallConfig, RecallResult, run_pipeline
-from recall.stages import RecallFilters
+from recall.pipeline import RecallConfig, RecallResult, run_pipeline
+from recall.stages import ALL_STAGES
+from recall.stages.filters import RecallFilters
 
 MAX_LIMIT = 100
 TIERS = {choice.value for choice in Memory.Tier}

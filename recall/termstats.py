@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from config.db import is_postgres
 from memories.models import Memory
 from recall.models import TermStat
 
@@ -34,7 +35,7 @@ _MEMORY_TABLE = Memory._meta.db_table
 
 
 def supported() -> bool:
-    return connection.vendor == "postgresql"
+    return is_postgres()
 
 
 @dataclass

@@ -26,7 +26,7 @@ from memories.forms import DashboardForm, add_service_errors
 from memories.models import Classification, Memory, Namespace
 from memories.text import fold
 from recall.services import MAX_LIMIT, recall_run
-from recall.stages import analyse_query
+from recall.stages.query import analyse_query
 
 STAGE_NAMES = {
     "Sf": "Full text",

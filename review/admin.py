@@ -1,11 +1,28 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils import timezone
 
+from memories.admin import MemoryAdmin
+from memories.models import Memory
 from review.models import Card, ReviewLog, StudySession, StudySessionItem
+from review.services import card_reschedule_now
+
+
+class ReviewMemoryAdmin(MemoryAdmin):
+    """Memories' admin with review's action added: memories does not know about cards."""
+
+    actions = [*MemoryAdmin.actions, "review_now"]
+
+    @admin.action(description="Schedule selected memories for review now")
+    def review_now(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        count = card_reschedule_now(memories=queryset)
+        self.message_user(request, f"{count} cards are due now.", messages.SUCCESS)
+
+
+admin.site.unregister(Memory)
+admin.site.register(Memory, ReviewMemoryAdmin)
 
 
 @admin.register(Card)
@@ -31,7 +48,7 @@ class CardAdmin(admin.ModelAdmin):
 
     @admin.action(description="Schedule selected cards for review now")
     def review_now(self, request: HttpRequest, queryset: QuerySet[Card]) -> None:
-        count = queryset.update(next_review=timezone.now(), version=F("version") + 1)
+        count = card_reschedule_now(memories=Memory.objects.filter(card__in=queryset))
         self.message_user(request, f"{count} cards are due now.", messages.SUCCESS)
 
 

@@ -19,15 +19,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.auth import Scope
-from memories.models import Memory, Namespace
-from memories.serializers import (
+from config.serializers import (
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
     StrictSerializer,
     StrictSlugField,
 )
+from memories.auth import Scope
+from memories.models import Memory, Namespace
 from review import selectors, services
 from review.models import Card, StudySession
 from review.sm2 import Button

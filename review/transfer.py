@@ -13,7 +13,12 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from memories import serializers as s
+from config.serializers import (
+    StrictDateTimeField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from memories.hooks import ImportContext
 from memories.import_records import JsonObjectField, ModelRecord
 from memories.models import Memory
@@ -33,19 +38,19 @@ LOG_FIELDS = (
 )
 
 
-class FsrsState(s.StrictSerializer):
+class FsrsState(StrictSerializer):
     """Card.fsrs_state as review.schedulers writes it (and reads it back, key by key)."""
 
-    stability = s.StrictFloatField(allow_null=True)
-    difficulty = s.StrictFloatField(allow_null=True)
-    state = s.StrictIntegerField(min_value=1, max_value=3)  # fsrs.State
-    step = s.StrictIntegerField(min_value=0, max_value=1000, allow_null=True)
-    due = s.StrictDateTimeField()
-    last_review = s.StrictDateTimeField(allow_null=True)
+    stability = StrictFloatField(allow_null=True)
+    difficulty = StrictFloatField(allow_null=True)
+    state = StrictIntegerField(min_value=1, max_value=3)  # fsrs.State
+    step = StrictIntegerField(min_value=0, max_value=1000, allow_null=True)
+    due = StrictDateTimeField()
+    last_review = StrictDateTimeField(allow_null=True)
 
 
 class CardRecord(ModelRecord):
-    memory = s.StrictIntegerField()
+    memory = StrictIntegerField()
     fsrs_state = JsonObjectField(FsrsState, required=False, allow_null=True)
 
     class Meta:
@@ -56,7 +61,7 @@ class CardRecord(ModelRecord):
 class CardSnapshot(CardRecord):
     """A review log's state_before / state_after: what card_undo restores."""
 
-    utility = s.StrictFloatField(min_value=0.0, max_value=1.0, required=False)
+    utility = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
 
     class Meta:
         model = Card
@@ -68,7 +73,7 @@ class CardSnapshot(CardRecord):
 
 
 class ReviewLogRecord(ModelRecord):
-    memory = s.StrictIntegerField()
+    memory = StrictIntegerField()
     state_before = JsonObjectField(CardSnapshot, required=False)
     state_after = JsonObjectField(CardSnapshot, required=False)
 

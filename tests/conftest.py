@@ -1,10 +1,56 @@
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
 import pytest
+from django.apps import apps
 from django.contrib.auth import get_user_model
 
 from memories import services
 from memories.models import Namespace
+
+# What a refused request may still write, by design: the session, django-axes' record of
+# failed sign-ins, and a token's last use (stamped on its first request in a window,
+# whatever the answer).
+BOOKKEEPING_APPS = frozenset({"sessions", "axes"})
+BOOKKEEPING_FIELDS = {"memories.ApiToken": frozenset({"last_used_at"})}
+
+
+def database_rows(ignore: Mapping[str, set[str]] | None = None) -> dict[str, list[tuple]]:
+    """Every row of every model's table (the apps', Django's, django-q's), field by field,
+    less the bookkeeping above and `ignore` ({"app.Model": {"field", ...}})."""
+    rows: dict[str, list[tuple]] = {}
+    for model in apps.get_models(include_auto_created=True):
+        meta = model._meta
+        if meta.app_label in BOOKKEEPING_APPS or meta.proxy or not meta.managed:
+            continue
+        skip = BOOKKEEPING_FIELDS.get(meta.label, frozenset()) | (ignore or {}).get(
+            meta.label, set()
+        )
+        names = [field.attname for field in meta.concrete_fields if field.attname not in skip]
+        rows[meta.label] = list(model._base_manager.order_by("pk").values_list(*names))
+    return rows
+
+
+@contextmanager
+def nothing_written(ignore: Mapping[str, set[str]] | None = None) -> Iterator[None]:
+    """Fails unless the block leaves every table as it found it: for refused writes."""
+    before = database_rows(ignore)
+    yield
+    after = database_rows(ignore)
+    changed = {
+        label: {"before": before[label][:5], "after": after[label][:5]}
+        for label in before
+        if before[label] != after[label]
+    }
+    assert not changed, f"a refused write changed {sorted(changed)}: {changed}"
+
+
+@pytest.fixture(name="nothing_written")
+def nothing_written_fixture(db):
+    """`with nothing_written(): ...` around requests that must be refused."""
+    return nothing_written
 
 
 @pytest.fixture

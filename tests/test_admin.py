@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from memories.models import (
     ApiToken,
@@ -50,8 +52,6 @@ def test_every_model_has_a_working_changelist(admin_client, model):
 
 
 def test_memory_changelist_shows_the_decay_score(admin_client):
-    from django.utils import timezone
-
     response = admin_client.get(reverse("admin:memories_memory_changelist"))
     assert b"Decay score" in response.content
     memory = Memory.objects.select_related("namespace").get(content__startswith="Allergic")
@@ -66,12 +66,18 @@ def test_memory_page_opens(admin_client):
     assert memory.content.encode() in response.content
 
 
-def _act(client, action: str, ids: list[int]):
-    return client.post(
-        reverse("admin:memories_memory_changelist"),
+def _act(client, action: str, ids: list[int], changelist: str = "memories_memory"):
+    response = client.post(
+        reverse(f"admin:{changelist}_changelist"),
         {"action": action, "_selected_action": ids},
         follow=True,
     )
+    assert response.status_code == 200
+    return response
+
+
+def _message(response) -> str:
+    return " ".join(str(message) for message in response.context["messages"])
 
 
 def test_admin_actions_forget_restore_promote_and_schedule(admin_client):
@@ -92,6 +98,55 @@ def test_admin_actions_forget_restore_promote_and_schedule(admin_client):
     no_card = Memory.objects.filter(card__isnull=True).first()
     _act(admin_client, "review_now", [no_card.pk])
     assert Card.objects.get(memory=no_card).next_review is not None
+
+
+def test_the_memory_review_action_makes_cards_due_now_creating_missing_ones(admin_client):
+    later = timezone.now() + timedelta(days=30)
+    carded = Card.objects.select_related("memory").first()
+    Card.objects.filter(pk=carded.pk).update(next_review=later)
+    no_card = Memory.objects.filter(card__isnull=True).first()
+    before = timezone.now()
+    response = _act(admin_client, "review_now", [carded.memory_id, no_card.pk])
+    assert "2 cards are due now." in _message(response)
+    rescheduled = Card.objects.get(pk=carded.pk)
+    assert before <= rescheduled.next_review <= timezone.now()
+    assert rescheduled.version == carded.version + 1  # a grade computed before must not win
+    created = Card.objects.get(memory=no_card)
+    assert before <= created.next_review <= timezone.now()
+
+
+def test_the_card_review_action_makes_only_the_selected_cards_due_now(admin_client):
+    later = timezone.now() + timedelta(days=30)
+    Card.objects.update(next_review=later)
+    chosen, other = Card.objects.order_by("pk")[:2]
+    before = timezone.now()
+    response = _act(admin_client, "review_now", [chosen.pk], changelist="review_card")
+    assert "1 cards are due now." in _message(response)
+    chosen_after = Card.objects.get(pk=chosen.pk)
+    assert before <= chosen_after.next_review <= timezone.now()
+    assert chosen_after.version == chosen.version + 1
+    other_after = Card.objects.get(pk=other.pk)
+    assert (other_after.next_review, other_after.version) == (later, other.version)
+
+
+def test_the_token_revoke_action_revokes_live_tokens_and_keeps_earlier_revocations(
+    admin_client, make_token
+):
+    demo = get_user_model().objects.get(username="demo")
+    live, _ = make_token(demo)
+    revoked, _ = make_token(demo)
+    earlier = timezone.now() - timedelta(days=3)
+    ApiToken.objects.filter(pk=revoked.pk).update(revoked_at=earlier)
+    untouched, _ = make_token(demo)
+    before = timezone.now()
+    response = _act(admin_client, "revoke_selected", [live.pk, revoked.pk], "memories_apitoken")
+    assert "Revoked 1 tokens." in _message(response)
+    live.refresh_from_db()
+    revoked.refresh_from_db()
+    untouched.refresh_from_db()
+    assert before <= live.revoked_at <= timezone.now()
+    assert revoked.revoked_at == earlier
+    assert untouched.revoked_at is None
 
 
 def test_admin_edit_goes_through_the_service(admin_client):

@@ -49,6 +49,8 @@ def ids_to_refs(results: list[dict[str, Any]], ref_of: dict[str, str]) -> list[s
 
 
 def _tools():
+    # Imported here, not at the top: cortexgraph is installed only in the peer's venv, and
+    # Engram's tests import this module (ids_to_refs) without it.
     from cortexgraph.context import db
     from cortexgraph.tools.gc import gc
     from cortexgraph.tools.save import save_memory
@@ -87,7 +89,7 @@ def run_corpus(job: dict[str, Any]) -> dict[str, Any]:
     db.compact()
     file_bytes = db.memories_path.stat().st_size
 
-    from cortexgraph.storage.jsonl_storage import JSONLStorage
+    from cortexgraph.storage.jsonl_storage import JSONLStorage  # peer venv only (see _tools)
 
     started = time.perf_counter()
     cold = JSONLStorage(storage_path=db.storage_dir)

@@ -25,7 +25,17 @@ from recall import services as recall_services
 from review import api as review_api
 from review import services as review_services
 
-MODULES = (review_api, review_services, recall_api, recall_services)
+# review.services is a package: the walk reads the modules its functions live in.
+MODULES = (
+    review_api,
+    review_services.cards,
+    review_services.cram,
+    review_services.errors,
+    review_services.grading,
+    review_services.sessions,
+    recall_api,
+    recall_services,
+)
 
 
 def _functions(module: types.ModuleType) -> dict[str, ast.FunctionDef]:

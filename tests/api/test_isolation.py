@@ -15,21 +15,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from memories import services
-from memories.models import (
-    ApiToken,
-    Association,
-    BackgroundRun,
-    Classification,
-    Consolidation,
-    Entity,
-    Memory,
-    MemoryEvent,
-    Namespace,
-    Relation,
-)
+from memories.models import BackgroundRun, Classification, Consolidation
 from memories.transfer import namespace_export
-from review.models import Card, ReviewLog, StudySession, StudySessionItem
 from tests.api.routes import api_routes
+from tests.conftest import database_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -112,22 +101,9 @@ def world(user, other_user, make_token):
 
 
 def fingerprint() -> str:
-    """Everything the API could change, as one comparable string."""
-    rows = [
-        list(Memory.objects.order_by("pk").values()),
-        list(Namespace.objects.order_by("pk").values()),
-        list(Association.objects.order_by("pk").values()),
-        list(Relation.objects.order_by("pk").values()),
-        list(Entity.objects.order_by("pk").values()),
-        list(ApiToken.objects.order_by("pk").values("pk", "revoked_at")),
-        list(BackgroundRun.objects.order_by("pk").values("pk", "status")),
-        MemoryEvent.objects.count(),
-        list(Card.objects.order_by("pk").values()),
-        ReviewLog.objects.count(),
-        list(StudySession.objects.order_by("pk").values("pk", "status")),
-        list(StudySessionItem.objects.order_by("pk").values()),
-    ]
-    return json.dumps(rows, default=str)
+    """Every row of every table (tests/conftest.py's database_rows: all but a token's last
+    use and the session), as one comparable string."""
+    return json.dumps(database_rows(), default=str)
 
 
 def _call(client: APIClient, method: str, url: str, body, world=None):

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from rest_framework import serializers
 
 from config.bounds import validate_datetime, validate_finite
+from config.serializers import StrictDateTimeField, StrictFloatField, StrictIntegerField
 from memories import serializers as s
 
 VALUES: dict[str, list[Any]] = {
@@ -132,13 +133,13 @@ def test_the_api_input_holds_every_rule_of_the_model_fields():
             assert isinstance(api_field, serializers.ListField), name
             assert isinstance(api_field.child, serializers.CharField), name
         if isinstance(model_field, models.DateTimeField):
-            assert isinstance(api_field, s.StrictDateTimeField), name
+            assert isinstance(api_field, StrictDateTimeField), name
             assert validate_datetime in api_field.validators, name
         if isinstance(model_field, models.FloatField):
-            assert isinstance(api_field, s.StrictFloatField), name
+            assert isinstance(api_field, StrictFloatField), name
             assert validate_finite in api_field.validators, name
         if isinstance(model_field, models.IntegerField):
-            assert isinstance(api_field, s.StrictIntegerField), name
+            assert isinstance(api_field, StrictIntegerField), name
         for validator in model_field.validators:
             if isinstance(validator, MinValueValidator):
                 assert api_field.min_value is not None, name

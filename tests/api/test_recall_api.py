@@ -58,7 +58,9 @@ def test_track_false_changes_nothing(user, agent_ns, make_token, api):
     assert Memory.objects.filter(recall_count__gt=0).count() == 0
 
 
-def test_a_read_only_token_recalls_with_track_false(user, namespace, make_token, api):
+def test_a_read_only_token_recalls_with_track_false(
+    user, namespace, make_token, api, nothing_written
+):
     memory = services.memory_create(namespace=namespace, content="Kyoto has 1600 temples")
     Card.objects.filter(memory=memory).update(next_review=timezone.now() - timedelta(days=1))
     _, secret = make_token(user, namespaces=[namespace], access="read")
@@ -74,9 +76,10 @@ def test_a_read_only_token_recalls_with_track_false(user, namespace, make_token,
     assert [hit["memory_id"] for hit in default.json()["results"]] == [memory.pk]
 
     # Tracking boosts and counts the results: a write, so asking for it is refused by name.
-    tracked = client.post(
-        "/api/v1/recall", {"query": "kyoto temples", "track": True}, format="json"
-    )
+    with nothing_written():
+        tracked = client.post(
+            "/api/v1/recall", {"query": "kyoto temples", "track": True}, format="json"
+        )
     assert tracked.status_code == 403
     error = tracked.json()["error"]
     assert error["code"] == "permission_denied" and list(error["fields"]) == ["track"]
@@ -88,11 +91,14 @@ def test_a_read_only_token_recalls_with_track_false(user, namespace, make_token,
     assert RecallEvent.objects.count() == 2  # the logs of the two read-only recalls
 
 
-def test_other_users_namespaces_and_bad_input(user, other_user, agent_ns, make_token, api):
+def test_other_users_namespaces_and_bad_input(
+    user, other_user, agent_ns, make_token, api, nothing_written
+):
     _, theirs = make_token(other_user)
-    response = api(theirs).post(
-        "/api/v1/recall", {"query": "postgresql", "namespaces": [agent_ns.slug]}, format="json"
-    )
+    with nothing_written():
+        response = api(theirs).post(
+            "/api/v1/recall", {"query": "postgresql", "namespaces": [agent_ns.slug]}, format="json"
+        )
     assert response.status_code == 400
     assert "namespaces" in response.json()["error"]["fields"]
     services.namespace_create(owner=other_user, name="Mine")
@@ -106,7 +112,8 @@ def test_other_users_namespaces_and_bad_input(user, other_user, agent_ns, make_t
         ({"query": "x", "context": {"hour": 25}}, "context"),
         ({"query": "x", "colour": 1}, "colour"),
     ]:
-        response = api(mine).post("/api/v1/recall", payload, format="json")
+        with nothing_written():
+            response = api(mine).post("/api/v1/recall", payload, format="json")
         assert response.status_code == 400 and field in response.json()["error"]["fields"]
 
 

@@ -29,12 +29,15 @@ def writer(user, namespace, make_token, api):
         ("topic", 3.5),
     ],
 )
-def test_a_value_of_the_wrong_type_is_refused_naming_the_field(writer, namespace, field, value):
+def test_a_value_of_the_wrong_type_is_refused_naming_the_field(
+    writer, namespace, field, value, nothing_written
+):
     body = {"namespace": namespace.slug, "content": "A note", field: value}
-    single = writer.post("/api/v1/memories", body, format="json")
+    with nothing_written():
+        single = writer.post("/api/v1/memories", body, format="json")
+        bulk = writer.post("/api/v1/memories/bulk", {"memories": [body]}, format="json")
     assert single.status_code == 400, single.json()
     assert field in single.json()["error"]["fields"]
-    bulk = writer.post("/api/v1/memories/bulk", {"memories": [body]}, format="json")
     assert bulk.status_code == 400
     assert field in bulk.json()["error"]["fields"]["memories"]["0"]
 
@@ -73,8 +76,9 @@ def test_the_dashboard_refuses_the_same_filter_with_a_message(client, user, name
         ({"query": "kyoto", "context": {"hour": "9"}}, "context"),
     ],
 )
-def test_recall_bodies_are_not_coerced_either(writer, body, field):
-    response = writer.post("/api/v1/recall", body, format="json")
+def test_recall_bodies_are_not_coerced_either(writer, body, field, nothing_written):
+    with nothing_written():
+        response = writer.post("/api/v1/recall", body, format="json")
     assert response.status_code == 400, response.json()
     assert field in response.json()["error"]["fields"]
 
@@ -88,7 +92,10 @@ def test_recall_bodies_are_not_coerced_either(writer, body, field):
         ("/api/v1/review/cram", {"cards": ["1"]}, "cards"),
     ],
 )
-def test_review_bodies_are_not_coerced_either(writer, namespace, path, body, field):
-    response = writer.post(path, {"namespace": namespace.slug, **body}, format="json")
+def test_review_bodies_are_not_coerced_either(
+    writer, namespace, path, body, field, nothing_written
+):
+    with nothing_written():
+        response = writer.post(path, {"namespace": namespace.slug, **body}, format="json")
     assert response.status_code == 400, response.json()
     assert field in response.json()["error"]["fields"]

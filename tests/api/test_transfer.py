@@ -128,7 +128,9 @@ def test_a_malformed_or_truncated_file_writes_nothing_and_names_the_line(
     assert not MemoryEvent.objects.filter(namespace=copy).exists()
 
 
-def test_the_api_streams_the_export_and_imports_it(user, namespace, populated, make_token, api):
+def test_the_api_streams_the_export_and_imports_it(
+    user, namespace, populated, make_token, api, nothing_written
+):
     _, secret = make_token(user)
     client = api(secret)
     response = client.get(f"/api/v1/namespaces/{namespace.slug}/export")
@@ -151,24 +153,28 @@ def test_the_api_streams_the_export_and_imports_it(user, namespace, populated, m
     assert copy.mode == "personal"  # settings applied from the header
 
     broken = body[: len(body) // 2]
-    response = client.post(
-        f"/api/v1/namespaces/{copy.slug}/import", broken, content_type="application/x-ndjson"
-    )
+    with nothing_written():
+        response = client.post(
+            f"/api/v1/namespaces/{copy.slug}/import", broken, content_type="application/x-ndjson"
+        )
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "invalid_import" and error["message"].startswith("line ")
     assert Memory.objects.filter(namespace=copy).count() == 2
 
 
-def test_import_refuses_lines_above_the_token_ceiling(user, namespace, populated, make_token, api):
+def test_import_refuses_lines_above_the_token_ceiling(
+    user, namespace, populated, make_token, api, nothing_written
+):
     lines = "".join(namespace_export(namespace=namespace, ceiling=Classification.RESTRICTED))
     copy = services.namespace_create(owner=user, name="Copy")
     _, secret = make_token(user, ceiling=Classification.INTERNAL)
-    response = api(secret).post(
-        f"/api/v1/namespaces/{copy.slug}/import",
-        lines.encode(),
-        content_type="application/x-ndjson",
-    )
+    with nothing_written():
+        response = api(secret).post(
+            f"/api/v1/namespaces/{copy.slug}/import",
+            lines.encode(),
+            content_type="application/x-ndjson",
+        )
     assert response.status_code == 400
     assert "ceiling" in response.json()["error"]["message"]
     assert not Memory.objects.filter(namespace=copy).exists()

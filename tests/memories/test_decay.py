@@ -164,8 +164,15 @@ def test_uses_in_the_window_count_only_when_the_row_can_have_them():
     assert promote(score=0.1, uses_in_window=5, last_used_at=NOW - timedelta(days=14))
 
 
-@pytest.mark.parametrize(("status", "tier"), [("promoted", "short_term"), ("active", "long_term"),
-                                              ("active", "core"), ("forgotten", "short_term")])
+@pytest.mark.parametrize(
+    ("status", "tier"),
+    [
+        ("promoted", "short_term"),
+        ("active", "long_term"),
+        ("active", "core"),
+        ("forgotten", "short_term"),
+    ],
+)
 def test_only_active_short_term_memories_are_promoted(status, tier):
     assert not promote(score=2.0, uses_in_window=9, status=status, tier=tier)
 
@@ -177,7 +184,9 @@ def test_uses_in_the_window_are_touches_and_recall_times_from_its_start_on():
                f"{iso_second(NOW)}.5+00:00", 17, None, "0000-garbage"]  # fmt: skip
 
     assert iso_second(start) == "2025-02-15T12:00:00"
-    counted = count_uses_in_window(touched_at=touched, recall_timestamps=recalls, window_start=start)
+    counted = count_uses_in_window(
+        touched_at=touched, recall_timestamps=recalls, window_start=start
+    )
     assert counted == 2 + 2
     # Entries compare as text, so a malformed one never raises; it merely sorts somewhere.
     assert count_uses_in_window(touched_at=[], recall_timestamps=["zzz"], window_start=start) == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -26,14 +26,9 @@ from recall.enrichment import interference
 from recall.models import RecallEvent
 from recall.pipeline import RecallConfig
 from recall.services import recall_run
-from tests.recall.fixtures.helpers import ids, make_recall, requires_numpy
+from tests.recall.fixtures.helpers import ids, requires_numpy
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def recall(namespace):
-    return make_recall(namespace)
 
 
 C = Classification
@@ -238,19 +233,30 @@ def test_it_adds_association_neighbours_as_associative_results(recall, make_memo
     assert result.results[1].boosts["association"] > 0
 
 
-@pytest.mark.parametrize("fusion", ["penalty", "rrf"])
+@pytest.mark.parametrize(("fusion", "penalised"), [("penalty", True), ("rrf", False)])
 @requires_numpy
-def test_both_fusion_methods_rank_confirmed_hits_first(recall, make_memory, settings, fusion):
+def test_both_fusion_methods_rank_confirmed_hits_first(
+    recall, make_memory, settings, fusion, penalised
+):
+    """Each method ranks the hit both stages found first; only the penalty halves the hit
+    full text found alone (tests/recall/test_fusion.py has the methods' own numbers)."""
     settings.EMBEDDING_ENABLED = True
     settings.EMBEDDING_PROVIDER = "fake"
     settings.EMBEDDING_SIMILARITY_THRESHOLD = 0.2
     settings.RECALL_FUSION = fusion
     both = make_memory("car insurance renewal")
     make_memory("insurance for the house")
+    # Cosine 0.17 to the query with the fake embedder: below the threshold, so Sf's alone.
+    text_only = make_memory(
+        "boat insurance quote arrived yesterday via email from Lisbon broker office"
+    )
     embed_pending(provider="fake")
     result = recall("car insurance", limit=5)
     assert ids(result)[0] == both.pk
     assert {"Sf", "Se"} <= set(result.results[0].stages)
+    (alone,) = [hit for hit in result.results if hit.memory_id == text_only.pk]
+    assert alone.stages == ["Sf"]
+    assert ("cross_stage_penalty" in alone.boosts) is penalised
 
 
 @requires_numpy
@@ -472,8 +478,6 @@ def test_it_rejects_bad_input(namespace, kwargs):
 
 @pytest.mark.parametrize("microsecond", [0, 1, 499_999, 999_999])
 def test_results_keep_their_created_at_to_the_microsecond(recall, make_memory, microsecond):
-    from datetime import UTC, datetime
-
     created = datetime(2026, 1, 31, 23, 59, 59, microsecond, tzinfo=UTC)
     memory = make_memory("Quarterly budget review", created_at=created)
     (hit,) = recall("quarterly budget").results

@@ -5,16 +5,19 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from config.db import is_postgres
 from memories import services
 from memories.models import BackgroundRun
-from recall import stages, termstats
+from recall import termstats
 from recall.models import TermStat
+from recall.stages.filters import RecallFilters
+from recall.stages.full_text import document_frequencies
 from recall.tasks import term_stats_refresh
 from tests.recall.fixtures.helpers import ids, make_recall
 
 pytestmark = pytest.mark.django_db
 postgres_only = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="SQLite counts matches from FTS5 directly"
+    not is_postgres(), reason="SQLite counts matches from FTS5 directly"
 )
 
 
@@ -70,13 +73,13 @@ def test_lookup_knows_stored_words_only_and_falls_back_without_statistics(namesp
 
 @postgres_only
 def test_document_frequencies_are_the_same_from_statistics_and_live(namespace, corpus):
-    filters = stages.RecallFilters(namespace_ids=(namespace.pk,), ceiling=3, now=corpus.created_at)
+    filters = RecallFilters(namespace_ids=(namespace.pk,), ceiling=3, now=corpus.created_at)
     terms = ["meeting", "checklist", "reykjavik", "absent"]
-    live = stages._document_frequencies(terms, filters, cap=501)
+    live = document_frequencies(terms, filters, cap=501)
 
     termstats.refresh(min_memories=10, min_documents=3)
 
-    assert stages._document_frequencies(terms, filters, cap=501) == live
+    assert document_frequencies(terms, filters, cap=501) == live
     assert live == ({"meeting": 12, "checklist": 3, "reykjavik": 1, "absent": 0}, 16)
 
 
@@ -132,7 +135,7 @@ def test_the_task_records_its_run(namespace, corpus, settings):
 
     run = BackgroundRun.objects.get(kind=BackgroundRun.Kind.TERM_STATS)
     assert run.status == BackgroundRun.Status.OK
-    if connection.vendor == "postgresql":
+    if is_postgres():
         assert counts["namespaces_refreshed"] == 1 and counts["words"] > 0
     else:
         assert counts == {"namespaces_refreshed": 0, "namespaces_fresh": 0, "words": 0}

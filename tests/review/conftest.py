@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from django.db import connection
 
+from config.db import is_postgres
 from memories import services as memory_services
 from memories.models import Namespace
 from review.models import Card
@@ -16,7 +16,7 @@ NOW = datetime(2025, 3, 10, 15, 0, tzinfo=UTC)
 TZ = ZoneInfo("America/New_York")
 
 requires_postgresql = pytest.mark.skipif(
-    connection.vendor != "postgresql",
+    not is_postgres(),
     reason="needs real concurrent transactions and row locks: run with a PostgreSQL DATABASE_URL",
 )
 
@@ -59,6 +59,16 @@ def make_card(study_ns):
         return card
 
     return make
+
+
+@pytest.fixture
+def three_due(make_card):
+    """Three due cards in priority order a, b, c (most overdue first), and one new card."""
+    a = make_card("a", next_review=NOW - timedelta(days=20), repetitions=2, interval_days=6)
+    b = make_card("b", next_review=NOW - timedelta(days=10), repetitions=2, interval_days=6)
+    c = make_card("c", topic="math", next_review=NOW - timedelta(days=5), repetitions=2)
+    new = make_card("new", topic="math")
+    return a, b, c, new
 
 
 def card_row(card: Card) -> dict:

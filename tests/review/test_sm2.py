@@ -19,6 +19,7 @@ from review.sm2 import (
     priority_score,
     sm2_update,
 )
+from tests.review.strategies import grade_histories
 
 NOW = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 DEFAULT = SM2Config()
@@ -163,7 +164,9 @@ def test_it_previews_one_day_for_again_and_the_sm2_interval_otherwise():
     assert preview == {Button.AGAIN: 1, Button.HARD: 15, Button.GOOD: 15, Button.EASY: 15}
 
 
-grades = st.lists(st.integers(min_value=0, max_value=5), min_size=1, max_size=40)
+# Up to 300 grades: long enough for the easiness floor and ceiling, the interval cap and
+# failures after it (tests/review/strategies.py).
+histories = grade_histories()
 configs = st.builds(
     SM2Config,
     ef_ceiling=st.floats(min_value=1.3, max_value=4.0),
@@ -171,13 +174,13 @@ configs = st.builds(
 )
 
 
-@given(grades, configs)
+@given(histories, configs)
 def test_it_keeps_easiness_between_floor_and_ceiling(sequence, config):
     for state in run(sequence, config):
         assert config.ef_floor <= state.easiness <= config.ef_ceiling
 
 
-@given(grades, configs)
+@given(histories, configs)
 def test_it_never_shrinks_the_interval_on_success(sequence, config):
     state = SM2State()
     for grade in sequence:
@@ -190,14 +193,14 @@ def test_it_never_shrinks_the_interval_on_success(sequence, config):
         state = updated
 
 
-@given(grades, st.floats(min_value=-1000, max_value=1000))
+@given(histories, st.floats(min_value=-1000, max_value=1000))
 def test_it_keeps_priority_within_0_and_1(sequence, offset_days):
     state = run(sequence)[-1]
 
     assert 0.0 <= priority_score(state, NOW + timedelta(days=offset_days)) <= 1.0
 
 
-@given(grades)
+@given(histories)
 def test_it_previews_non_decreasing_intervals_by_button(sequence):
     preview = preview_intervals(run(sequence)[-1], now=NOW, config=DEFAULT)
 
@@ -206,16 +209,6 @@ def test_it_previews_non_decreasing_intervals_by_button(sequence):
 
 
 # --- The interval cap: no sequence of grades overflows the calendar (issue 13) ---------
-
-# Up to 200 grades: any history, then a run of passes, the run that grows the interval
-# (about 90 at the cap reach year 9999). The run's length is drawn first: hypothesis
-# keeps plain lists short.
-long_histories = st.tuples(
-    st.lists(st.integers(min_value=0, max_value=5), max_size=100),
-    st.integers(min_value=0, max_value=100).flatmap(
-        lambda n: st.lists(st.integers(min_value=3, max_value=5), min_size=n, max_size=n)
-    ),
-).map(lambda parts: parts[0] + parts[1])
 
 
 def test_it_caps_the_interval_instead_of_overflowing_on_the_17th_pass():
@@ -247,7 +240,7 @@ def test_it_refuses_an_interval_cap_that_is_not_a_positive_int(cap):
         SM2Config(max_interval_days=cap)
 
 
-@given(long_histories, st.integers(min_value=1, max_value=DEFAULT_MAX_INTERVAL_DAYS))
+@given(histories, st.integers(min_value=1, max_value=DEFAULT_MAX_INTERVAL_DAYS))
 def test_it_never_raises_or_passes_the_cap_along_any_grades(sequence, cap):
     config = SM2Config(max_interval_days=cap)
     state = SM2State()
@@ -258,7 +251,7 @@ def test_it_never_raises_or_passes_the_cap_along_any_grades(sequence, cap):
         assert state.next_review.astimezone(UTC) <= LATEST_DUE
 
 
-@given(long_histories)
+@given(histories)
 def test_it_holds_due_dates_at_the_end_of_the_calendar_when_graded_as_they_fall_due(sequence):
     # Each grade lands on the due date, so a long run of passes walks past year 9999.
     state = SM2State()

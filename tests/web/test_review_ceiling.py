@@ -146,7 +146,7 @@ def test_a_cram_session_scores_only_the_viewers_cards(
 
 
 def test_a_session_of_hidden_cards_only_is_missing_for_the_viewer(
-    ada_client, user, personal, secret, public_viewer
+    ada_client, user, personal, secret, public_viewer, nothing_written
 ):
     study = review_services.study_session_start(
         namespace=personal,
@@ -157,15 +157,18 @@ def test_a_session_of_hidden_cards_only_is_missing_for_the_viewer(
     )
     cram = review_services.cram_start(namespace=personal, user=user, deck=SECRET_DECK)
     card = Card.objects.get(memory=secret)
-    responses = [
-        ada_client.get(reverse("review-session", args=[study.pk])),
-        ada_client.post(
-            reverse("review-grade", args=[study.pk]), {"card": card.pk, "grade": "good"}
-        ),
-        ada_client.get(reverse("cram-session", args=[cram.pk])),
-        ada_client.post(reverse("cram-answer", args=[cram.pk]), {"card": card.pk, "correct": "1"}),
-        ada_client.get(reverse("home")),
-    ]
+    with nothing_written():
+        responses = [
+            ada_client.get(reverse("review-session", args=[study.pk])),
+            ada_client.post(
+                reverse("review-grade", args=[study.pk]), {"card": card.pk, "grade": "good"}
+            ),
+            ada_client.get(reverse("cram-session", args=[cram.pk])),
+            ada_client.post(
+                reverse("cram-answer", args=[cram.pk]), {"card": card.pk, "correct": "1"}
+            ),
+        ]
+    responses.append(ada_client.get(reverse("home")))
     assert [r.status_code for r in responses] == [404, 404, 404, 404, 200]
     assert_nothing_secret([r.content.decode() for r in responses])
 

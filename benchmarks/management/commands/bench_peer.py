@@ -11,9 +11,9 @@ store in a temporary directory. Both systems get the same memories (the bench
 corpus's texts from its seed, loaded into Engram's scratch namespace `bench-peer` of the
 bench user through memory_bulk_create, and into CortexGraph through save_memory), the same
 queries, and a decay pass over the same ages with the same power-law formula; then
-recall@k on a LoCoMo file (Engram through eval_recall, CortexGraph with the same turns,
-questions and definition). Prints one table; --json writes every figure.
-docs/peer-comparison.md has the figures and what they mean.
+recall@k on a LoCoMo file (Engram through eval_recall's evaluation, benchmarks.locomo;
+CortexGraph with the same turns, questions and definition). Prints one table; --json
+writes every figure. docs/peer-comparison.md has the figures and what they mean.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks.locomo import evaluate, read_locomo
-from recall.pipeline import ALL_STAGES, RecallConfig
+from recall.pipeline import RecallConfig
+from recall.stages import ALL_STAGES
 
 
 class Command(BaseCommand):

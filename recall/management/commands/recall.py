@@ -11,8 +11,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memories.models import Classification, Memory, Namespace
-from recall.pipeline import ALL_STAGES
 from recall.services import recall_run
+from recall.stages import ALL_STAGES
 
 
 def render(result, limit: int) -> list[str]:

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from config.env import Env
 from memories import services as memory_services
 from memories.models import Memory
 from review.models import Card, ReviewLog
@@ -41,8 +42,6 @@ def test_it_uses_the_configured_quality(make_card, settings):
 
 
 def test_it_defaults_to_on_with_quality_4():
-    from config.env import Env
-
     # The settings module's defaults, read from an empty environment.
     assert Env({}).bool("IMPLICIT_REVIEW_ENABLED", True) is True
     options = implicit_review_settings()

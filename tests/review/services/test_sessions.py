@@ -4,15 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from memories import services as memory_services
-from memories.models import Classification, Memory
 from review.models import Card, ReviewLog, StudySession, StudySessionItem
-from review.selectors import (
-    study_session_active,
-    study_session_first_grades,
-    study_session_progress,
-    study_sessions_visible,
-)
+from review.selectors import study_session_active, study_session_progress
 from review.services import (
     AlreadyAnswered,
     CardNotInSession,
@@ -25,16 +18,6 @@ from review.services import (
     study_session_start,
 )
 from tests.review.conftest import NOW, TZ, card_row
-
-
-@pytest.fixture
-def three_due(make_card):
-    """Three due cards in priority order a, b, c (most overdue first), and one new card."""
-    a = make_card("a", next_review=NOW - timedelta(days=20), repetitions=2, interval_days=6)
-    b = make_card("b", next_review=NOW - timedelta(days=10), repetitions=2, interval_days=6)
-    c = make_card("c", topic="math", next_review=NOW - timedelta(days=5), repetitions=2)
-    new = make_card("new", topic="math")
-    return a, b, c, new
 
 
 def order(session: StudySession) -> list[int]:
@@ -235,58 +218,3 @@ def test_it_keeps_grades_given_before_a_session_is_finished_early(three_due, stu
     assert session.finished_at == NOW + timedelta(minutes=5)
     assert Card.objects.get(pk=a.pk).total_reviews == 1
     assert StudySessionItem.objects.filter(session=session, done=True).count() == 1
-
-
-# --- What a caller below some cards' ceiling is shown -----------------------------------
-
-
-def test_it_counts_and_shows_only_the_cards_within_the_callers_ceiling(three_due, study_ns, user):
-    a, b, c, new = three_due
-    session = study_session_start(namespace=study_ns, tz=TZ, user=user, now=NOW)
-    # Reclassified after the session started: a caller at internal may no longer see it.
-    Memory.objects.filter(pk=a.memory_id).update(classification=Classification.RESTRICTED)
-
-    low = study_session_progress(session=session, ceiling=Classification.INTERNAL)
-    full = study_session_progress(session=session, ceiling=None)
-
-    assert (low.total, low.remaining, low.next_item.card_id) == (3, 3, b.pk)
-    assert (full.total, full.remaining, full.next_item.card_id) == (4, 4, a.pk)
-    for card in (b, c, new):
-        study_session_grade(session=session, card=card, grade=5, user=user, now=NOW)
-    low = study_session_progress(session=session, ceiling=Classification.INTERNAL)
-    assert (low.finished, low.done, low.remaining) == (True, 3, 0)
-    assert study_session_first_grades(session=session, ceiling=Classification.INTERNAL) == {5: 3}
-    # Over for the lower caller, still open for one who may see the last card.
-    assert (
-        study_session_active(namespace=study_ns, user=user, ceiling=Classification.INTERNAL) is None
-    )
-    assert study_session_active(namespace=study_ns, user=user, ceiling=None).pk == session.pk
-    session.refresh_from_db()
-    assert session.is_active
-
-
-def test_it_skips_cards_of_memories_forgotten_mid_session_unless_asked_to_show_them(
-    three_due, study_ns, user
-):
-    a, b, *_ = three_due
-    session = study_session_start(namespace=study_ns, tz=TZ, user=user, now=NOW)
-    memory_services.memory_forget(memory=Memory.objects.get(pk=a.memory_id), reason="wrong")
-
-    live = study_session_progress(session=session, ceiling=None)
-    every = study_session_progress(session=session, ceiling=None, live_only=False)
-
-    assert (live.total, live.next_item.card_id) == (3, b.pk)
-    assert (every.total, every.next_item.card_id) == (4, a.pk)
-
-
-def test_it_hides_a_session_made_only_of_cards_above_the_ceiling(make_card, study_ns, user):
-    secret = make_card("secret", topic="vault")
-    Memory.objects.filter(pk=secret.memory_id).update(classification=Classification.RESTRICTED)
-    hidden = study_session_start(namespace=study_ns, tz=TZ, user=user, deck="vault", now=NOW)
-    assert hidden.items.count() == 1
-    empty = study_session_start(namespace=study_ns, tz=TZ, user=user, deck="none", now=NOW)
-
-    visible = study_sessions_visible(ceiling=Classification.CONFIDENTIAL)
-
-    assert set(visible.values_list("pk", flat=True)) == {empty.pk}
-    assert study_sessions_visible(ceiling=Classification.RESTRICTED).count() == 2

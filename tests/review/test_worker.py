@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,7 +13,9 @@ from review.models import Card, ReviewLog
 from review.simulation import adjust_utility, simulate_quality
 from review.tasks import simulated_recall
 from review.worker import simulated_draw, simulated_recall_run
-from tests.background.conftest import NOW
+
+# A Monday noon; the worker's day is the UTC day.
+NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,120 @@
+"""The columns fusion and ranking read for each candidate, and the association links
+between candidates: the pipeline's reads besides the stages', in raw SQL."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import connection
+
+from config.db import pick
+from memories.models import Association
+from recall.stages.filters import RecallFilters
+from recall.stages.sql import in_list
+
+# Columns read for every candidate; JSON columns are decoded by _decode, times are epochs.
+ROW_FIELDS = (
+    "id",
+    "namespace_id",
+    "content",
+    "keywords",
+    "topic",
+    "tier",
+    "storage",
+    "classification",
+    "emotion_score",
+    "confidence",
+    "utility",
+    "strength",
+    "use_count",
+    "last_used_ts",
+    "recall_count",
+    "recall_timestamps",
+    "trust",
+    "credibility",
+    "relevance_score",
+    "created_ts",
+    "emotion_tags",
+    "importance_flags",
+)
+_JSON_FIELDS = ("keywords", "recall_timestamps", "emotion_tags", "importance_flags")
+# Times are read as Unix seconds: decoding a few hundred timestamps per query into aware
+# datetimes cost more than any ranking step; the results' created_at is made from them.
+_EPOCH_SQL = {
+    "postgres": "date_part('epoch', m.{})",
+    # Whole seconds of the first 19 characters (strftime would round .9995 and up to the
+    # next second), plus the ".ffffff" Django writes when there are microseconds: exact to
+    # the microsecond, where julianday() would be off by tens of them.
+    "sqlite": (
+        "(CAST(strftime('%%s', substr(m.{0}, 1, 19)) AS INTEGER) + CAST(substr(m.{0}, 20) AS REAL))"
+    ),
+}
+_EPOCH_FIELDS = {"last_used_ts": "last_used_at", "created_ts": "created_at"}
+
+
+def _select_list() -> str:
+    epoch = pick(**_EPOCH_SQL)
+    return ", ".join(
+        epoch.format(_EPOCH_FIELDS[name]) if name in _EPOCH_FIELDS else f"m.{name}"
+        for name in ROW_FIELDS
+    )
+
+
+def load_rows(ids: list[int], filters: RecallFilters | None = None) -> dict[int, dict[str, Any]]:
+    """Candidate rows by id in one raw query (optionally re-applying the filters, cold allowed).
+
+    Raw SQL rather than .values(): on a few hundred candidates per query the ORM's
+    per-value converters cost more than the search itself.
+    """
+    if not ids:
+        return {}
+    in_ids, params = in_list("m.id", ids)
+    sql = f"SELECT {_select_list()} FROM memories_memory m "
+    sql += f"WHERE {in_ids}"
+    if filters is not None:
+        where, extra = filters.sql("m", cold=True)
+        sql += f" AND {where}"
+        params += extra
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    rows = {}
+    for values in fetched:
+        row = dict(zip(ROW_FIELDS, values, strict=True))
+        _decode(row)
+        rows[row["id"]] = row
+    return rows
+
+
+def _decode(row: dict[str, Any]) -> None:
+    for name in _JSON_FIELDS:
+        value = row[name]
+        if isinstance(value, str | bytes):
+            try:
+                row[name] = json.loads(value) if value not in ("[]", b"[]") else []
+            except ValueError:
+                row[name] = []
+        elif value is None:
+            row[name] = []
+
+
+def association_links(
+    ids: list[int], namespace_ids: tuple[int, ...]
+) -> list[tuple[int, int, float]]:
+    """(source, target, weight) of the links touching ids: two index range scans in one
+    statement (an OR of the two columns would make the planner combine bitmaps)."""
+    table = connection.ops.quote_name(Association._meta.db_table)
+    sources, source_params = in_list("source_id", ids)
+    targets, target_params = in_list("target_id", ids)
+    namespaces, ns_params = in_list("namespace_id", list(namespace_ids))
+    sql = (
+        f"SELECT source_id, target_id, weight FROM {table} WHERE {sources} AND {namespaces} "
+        "UNION ALL "
+        f"SELECT source_id, target_id, weight FROM {table} "
+        f"WHERE {targets} AND NOT {sources} AND {namespaces}"
+    )
+    params = [*source_params, *ns_params, *target_params, *source_params, *ns_params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()

@@ -1,0 +1,111 @@
+"""Stage S8 of seed 002: the relations of the first entity the query names.
+
+Entities and relations are read within the caller's ceiling, and a relation drawn from a
+memory only while that memory is live and within it too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from memories.models import LIVE_STATUSES, Entity, Relation
+from recall.stages.filters import RecallFilters
+from recall.stages.query import STOP_WORDS, QueryTerms
+
+RELATION_LIMIT = 20
+
+
+@dataclass
+class RelationHit:
+    relation_id: int
+    entity: str
+    subject: str
+    predicate: str
+    object: str
+    score: float
+    memory_id: int | None
+
+    @property
+    def text(self) -> str:
+        return f"{self.subject} —[{self.predicate}]→ {self.object}"
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": "relation",
+            "relation_id": self.relation_id,
+            "entity": self.entity,
+            "subject": self.subject,
+            "predicate": self.predicate,
+            "object": self.object,
+            "text": self.text,
+            "score": self.score,
+            "memory_id": self.memory_id,
+        }
+
+
+def entity_candidates(all_words: list[str]) -> list[str]:
+    """Names a query could mention: 1- to 3-word runs joined by space, hyphen, _ or nothing.
+
+    Longer runs first at each position, positions in query order, so "project x" finds
+    the entity "project-x" before the entity "project".
+    """
+    names: list[str] = []
+    for start in range(len(all_words)):
+        for size in (3, 2, 1):
+            run = all_words[start : start + size]
+            if len(run) < size:
+                continue
+            for joiner in (" ", "-", "_", ""):
+                names.append(joiner.join(run))
+    return list(dict.fromkeys(n for n in names if n not in STOP_WORDS))
+
+
+def entity_search(
+    query: QueryTerms, filters: RecallFilters
+) -> tuple[str | None, list[RelationHit]]:
+    """The first entity the query names and its relations (both directions).
+
+    Entities and relations recorded above the ceiling are hidden, as are relations drawn
+    from a memory now above it or no longer live; relations with no source memory (never
+    one, or purged) are shown within their stored level.
+    """
+    candidates = entity_candidates(query.all_words)
+    if not candidates:
+        return None, []
+    found = {
+        name: (entity_id, display)
+        for entity_id, name, display in Entity.objects.filter(
+            namespace_id__in=filters.namespace_ids, name__in=candidates
+        )
+        .within_ceiling(filters.ceiling)
+        .values_list("id", "name", "display_name")
+    }
+    first = next((name for name in candidates if name in found), None)
+    if first is None:
+        return None, []
+    entity_id, display = found[first]
+    visible_memory = Q(memory__isnull=True) | Q(
+        memory__classification__lte=filters.ceiling, memory__status__in=LIVE_STATUSES
+    )
+    relations = (
+        Relation.objects.filter(Q(subject_id=entity_id) | Q(object_id=entity_id))
+        .filter(visible_memory, namespace_id__in=filters.namespace_ids)
+        .filter(classification__lte=filters.ceiling)
+        .select_related("subject", "object")
+        .order_by("-weight", "id")[:RELATION_LIMIT]
+    )
+    hits = [
+        RelationHit(
+            relation_id=relation.pk,
+            entity=display or first,
+            subject=str(relation.subject),
+            predicate=relation.predicate,
+            object=str(relation.object),
+            score=relation.weight,
+            memory_id=relation.memory_id,
+        )
+        for relation in relations
+    ]
+    return display or first, hits

@@ -1,0 +1,302 @@
+"""Stage Sf of seed 002: memories by their words, in three sub-queries.
+
+Stemmed full text first (PostgreSQL's generated tsvector ranked with an idf per term,
+SQLite's FTS5 porter table ranked by bm25), then for words with no stemmed match a
+trigram sub-query over the folded text (typos, substrings), then the same over the
+original-language text while results are still short. Hits come back as plain
+(memory id, raw score, sub-query) triples; recall.fusion turns them into scores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from config.db import is_postgres
+from recall import termstats
+from recall.stages.filters import RecallFilters
+from recall.stages.query import QueryTerms
+
+MIN_TRIGRAM_TERM = 3
+FUZZY_SIMILARITY = 0.45  # trigram Jaccard a typo'd word must reach against a stored word
+TRIGRAM_CANDIDATES = 50
+TRIGRAM_SCAN = 500  # rows the trigram index may propose per sub-query
+
+
+@dataclass
+class FullTextResult:
+    """Sf's hits in its own order (stemmed, then trigram, then original-language)."""
+
+    hits: list[tuple[int, float, str]] = field(default_factory=list)  # id, raw score, step
+    document_frequency: dict[str, int] = field(default_factory=dict)
+    matched_terms: list[str] = field(default_factory=list)
+    dropped_terms: list[str] = field(default_factory=list)
+    unmatched_terms: list[str] = field(default_factory=list)
+    note: str = ""
+
+
+def full_text(
+    query: QueryTerms,
+    filters: RecallFilters,
+    *,
+    limit: int,
+    candidate_cap: int,
+    match_budget: int,
+) -> FullTextResult:
+    """Seed 002's three sub-queries, deduplicated by id, each with the filters in SQL.
+
+    The stemmed sub-query matches only the rarest terms whose document frequencies add up
+    to at most match_budget (always at least one), and ranks at most match_budget matching
+    rows (the newest), so a query of common words ranks a bounded set instead of the
+    namespace. Terms with no stemmed match at all (typos, substrings, other spellings,
+    other languages) go to the trigram sub-query, and to the original-language sub-query
+    while results are still short of the limit.
+    """
+    result = FullTextResult()
+    if not query.terms:
+        result.note = "only common words" if query.only_common_words else "no words"
+        return result
+    # Counting stops early: a word in more than a quarter of the budget is "common" and
+    # its exact count changes neither the term choice much nor its (low) idf.
+    df, n_docs = document_frequencies(
+        query.terms, filters, cap=match_budget // 4 + 1, n_cap=match_budget
+    )
+    result.document_frequency = df
+    present = sorted((t for t in query.terms if df[t] > 0), key=lambda t: df[t])
+    result.unmatched_terms = [t for t in query.terms if df[t] == 0]
+    df_cap = match_budget // 4 + 1
+    chosen: list[str] = []
+    total = 0
+    for term in present:
+        # A word whose count hit the cap is common: matched on only when nothing rarer is.
+        if chosen and (df[term] >= df_cap or total + df[term] > match_budget):
+            break
+        chosen.append(term)
+        total += df[term]
+    result.matched_terms = chosen
+    result.dropped_terms = [t for t in present if t not in chosen]
+    seen: set[int] = set()
+    if chosen:
+        rows = (
+            _stemmed_postgres(query.terms, chosen, df, n_docs, filters, candidate_cap, match_budget)
+            if is_postgres()
+            else _stemmed_sqlite(chosen, df, filters, candidate_cap, match_budget)
+        )
+        for memory_id, score in rows:
+            if memory_id not in seen:
+                seen.add(memory_id)
+                result.hits.append((memory_id, float(score), "stemmed"))
+    fuzzy_terms = [t for t in result.unmatched_terms if len(t) >= MIN_TRIGRAM_TERM]
+    if fuzzy_terms:
+        for memory_id, score in _trigram(fuzzy_terms, filters, "search_text"):
+            if memory_id not in seen:
+                seen.add(memory_id)
+                result.hits.append((memory_id, score, "trigram"))
+    if len(result.hits) < limit:
+        # Only words the English index does not know can be in another language.
+        original_terms = fuzzy_terms
+        if original_terms:
+            for memory_id, score in _trigram(original_terms, filters, "search_original"):
+                if memory_id not in seen:
+                    seen.add(memory_id)
+                    result.hits.append((memory_id, score, "original"))
+    return result
+
+
+def document_frequencies(
+    terms: Sequence[str], filters: RecallFilters, *, cap: int, n_cap: int = 2000
+) -> tuple[dict[str, int], int]:
+    """Matching-row counts per term, each capped at `cap` rows, and the collection size.
+
+    One statement in all. PostgreSQL counts within the namespaces (the collection size is
+    capped at n_cap rows: enough for idf to tell rare from common, and an index-only scan
+    of a few thousand entries rather than the namespace); SQLite
+    counts in the shared FTS table (all namespaces), which is what its bm25() uses too, and
+    needs no collection size.
+    """
+    if is_postgres():
+        # Large namespaces have stored counts (recall.termstats); count only the rest.
+        known, size = termstats.lookup(list(terms), filters.namespace_ids)
+        live = [term for term in terms if term not in known]
+        if not live and size is not None:
+            return {term: known[term] for term in terms}, size
+        ns = ", ".join(["%s"] * len(filters.namespace_ids))
+        parts = [
+            "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
+            f"WHERE m.namespace_id IN ({ns}) "
+            "AND m.search_vector @@ plainto_tsquery('english', %s) LIMIT %s) s)"
+        ] * len(live)
+        params: list = []
+        for term in live:
+            params += [*filters.namespace_ids, term, cap]
+        if size is None:
+            parts.append(
+                "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
+                f"WHERE m.namespace_id IN ({ns}) LIMIT %s) s)"
+            )
+            params += [*filters.namespace_ids, n_cap]
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT " + ", ".join(parts), params)
+            counts = cursor.fetchone()
+        counted = dict(zip(live, counts[: len(live)], strict=True))
+        df = {term: int(known[term] if term in known else counted[term]) for term in terms}
+        return df, size if size is not None else int(counts[len(live)])
+    parts = [
+        "(SELECT count(*) FROM (SELECT 1 FROM memories_memory_fts "
+        "WHERE memories_memory_fts MATCH %s LIMIT %s))"
+    ] * len(terms)
+    params = []
+    for term in terms:
+        params += [_fts_phrase(term), cap]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(parts), params)
+        counts = cursor.fetchone()
+    df = {term: int(count) for term, count in zip(terms, counts[: len(terms)], strict=True)}
+    n_docs = int(counts[len(terms)]) if len(counts) > len(terms) else 0
+    return df, n_docs
+
+
+def _fts_phrase(term: str) -> str:
+    # Words are \w runs, so they never contain a double quote.
+    return f'"{term}"'
+
+
+def _stemmed_sqlite(
+    chosen: list[str],
+    df: dict[str, int],
+    filters: RecallFilters,
+    cap: int,
+    budget: int,
+) -> list[tuple[int, float]]:
+    """FTS5 porter match ranked by bm25 (content weighs twice the keywords).
+
+    The inner query walks the index newest first and stops after `budget` matches (FTS5
+    computes bm25 only for the rows it returns), so even a query whose rarest word is in
+    half the memories does bounded work; below the budget it returns every match.
+    """
+    match = " OR ".join(_fts_phrase(t) for t in chosen)
+    where, params = filters.sql("m")
+    sql = (
+        "SELECT m.id, f.score FROM ("
+        "SELECT rowid AS id, -bm25(memories_memory_fts, 1.0, 0.5) AS score "
+        "FROM memories_memory_fts WHERE memories_memory_fts MATCH %s "
+        "ORDER BY rowid DESC LIMIT %s) f "
+        f"JOIN memories_memory m ON m.id = f.id WHERE {where} ORDER BY f.score DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [match, budget, *params, cap])
+        return cursor.fetchall()
+
+
+def _stemmed_postgres(
+    terms: list[str],
+    chosen: list[str],
+    df: dict[str, int],
+    n_docs: int,
+    filters: RecallFilters,
+    cap: int,
+    budget: int,
+) -> list[tuple[int, float]]:
+    """BM25-like ranking: sum over query terms of idf(term) * ts_rank(vector, term).
+
+    ts_rank alone knows no document frequency, so a name found in half the namespace
+    would weigh as much as a rare word; the capped counts give the idf. The inner LIMIT
+    bounds the rows ranked whatever the terms.
+    """
+    n_docs = max(n_docs, *df.values(), 1)
+    ranked_terms = [t for t in terms if df.get(t, 0) > 0]
+    rank_sql = " + ".join(
+        "%s * ts_rank(c.search_vector, plainto_tsquery('english', %s), 1)" for _ in ranked_terms
+    )
+    rank_params: list = []
+    for term in ranked_terms:
+        rank_params += [_idf(df[term], n_docs), term]
+    match_sql = " || ".join("plainto_tsquery('english', %s)" for _ in chosen)
+    where, params = filters.sql("m")
+    sql = (
+        f"SELECT c.id, {rank_sql} AS score FROM ("
+        "SELECT m.id, m.search_vector FROM memories_memory m "
+        f"WHERE m.search_vector @@ ({match_sql}) AND {where} LIMIT %s) c "
+        "ORDER BY score DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*rank_params, *chosen, *params, budget, cap])
+        return cursor.fetchall()
+
+
+def _idf(df: int, n_docs: int) -> float:
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def trigrams(word: str) -> set[str]:
+    padded = f"  {word} "
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+def word_match(term: str, text_words: Iterable[str]) -> float:
+    """How well one query word matches a text: 1.0 inside a word, else best trigram Jaccard."""
+    best = 0.0
+    term_grams = trigrams(term)
+    for word in text_words:
+        if term in word:
+            return 1.0
+        grams = trigrams(word)
+        union = len(term_grams | grams)
+        if union:
+            best = max(best, len(term_grams & grams) / union)
+    return best
+
+
+def _halves(term: str) -> list[str]:
+    """Substrings that survive one typo: the word itself, or for words of six letters or
+    more its two halves (an edit touches only one of them)."""
+    if len(term) < 2 * MIN_TRIGRAM_TERM:
+        return [term]
+    middle = len(term) // 2
+    return [term[:middle], term[middle:]]
+
+
+def _trigram(terms: list[str], filters: RecallFilters, column: str) -> list[tuple[int, float]]:
+    """Substring and typo matches of terms in a folded column; score = mean term match.
+
+    The index proposes rows containing a term or one of its halves, newest first and at
+    most TRIGRAM_SCAN rows; Python keeps those where each word is inside a stored word or
+    shares a trigram Jaccard of at least FUZZY_SIMILARITY with one.
+    """
+    where, params = filters.sql("m")
+    pieces = list(dict.fromkeys(p for term in terms for p in _halves(term)))
+    if is_postgres():
+        condition = " OR ".join([f"m.{column} ILIKE %s"] * len(pieces))
+        condition_params = [f"%{_escape_like(piece)}%" for piece in pieces]
+        sql = (
+            f"SELECT m.id, m.{column} FROM memories_memory m WHERE ({condition}) AND {where} "
+            "LIMIT %s"
+        )
+        all_params = [*condition_params, *params, TRIGRAM_SCAN]
+    else:
+        match = f"{column} : ({' OR '.join(_fts_phrase(p) for p in pieces)})"
+        sql = (
+            f"SELECT m.id, m.{column} FROM (SELECT rowid AS id FROM memories_memory_trgm "
+            "WHERE memories_memory_trgm MATCH %s ORDER BY rowid DESC LIMIT %s) t "
+            f"JOIN memories_memory m ON m.id = t.id WHERE {where}"
+        )
+        all_params = [match, TRIGRAM_SCAN, *params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, all_params)
+        rows = cursor.fetchall()
+    scored = []
+    for memory_id, text in rows:
+        text_words = set((text or "").split())
+        matches = [word_match(term, text_words) for term in terms]
+        good = [m for m in matches if m >= FUZZY_SIMILARITY]
+        if good:
+            scored.append((memory_id, sum(good) / len(terms)))
+    scored.sort(key=lambda pair: -pair[1])
+    return scored[:TRIGRAM_CANDIDATES]
+
+
+def _escape_like(term: str) -> str:
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,0 +1,51 @@
+"""One card as the services and pages read it: its scheduler, its scheduler-facing state and
+its cue."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from memories.models import Memory, Namespace
+from review.models import Card
+from review.schedulers import CardState, Scheduler, get_scheduler
+from review.sm2 import SM2Config
+
+
+def sm2_config() -> SM2Config:
+    """SM-2 bounds from settings, read here so the pure module never reads settings."""
+    return SM2Config(
+        ef_ceiling=settings.SM2_EF_CEILING,
+        ef_on_failure=settings.SM2_EF_ON_FAILURE,
+        max_interval_days=settings.SM2_MAX_INTERVAL_DAYS,
+    )
+
+
+def scheduler_for(namespace: Namespace) -> Scheduler:
+    """The scheduler that grades this namespace's cards (SM-2 unless it chose FSRS)."""
+    return get_scheduler(
+        namespace.scheduler,
+        sm2_config=sm2_config(),
+        desired_retention=namespace.desired_retention,
+    )
+
+
+def card_cue(memory: Memory) -> str:
+    """What a review card asks: the memory's own cue, else its topic and first line."""
+    if memory.cue.strip():
+        return memory.cue.strip()
+    text = memory.content.strip()
+    first_line = text.splitlines()[0][:120] if text else ""
+    return f"{memory.topic}: {first_line}" if memory.topic else first_line
+
+
+def card_state(card: Card) -> CardState:
+    """The scheduler-facing state of a Card row."""
+    return CardState(
+        easiness=card.easiness,
+        interval_days=card.interval_days,
+        repetitions=card.repetitions,
+        next_review=card.next_review,
+        last_quality=card.last_quality,
+        last_reviewed_at=card.last_reviewed_at,
+        fsrs=card.fsrs_state,
+    )

@@ -1,0 +1,202 @@
+"""Reads of study and cram sessions: progress, first grades, resumable sessions, cram scores.
+
+A session is a snapshot of cards taken by whoever started it, and it can be read or
+carried on by another caller of the same person (a token with a lower ceiling), or its
+memories can be reclassified or forgotten meanwhile. Every count, score, deck name and
+next card of a session is therefore taken over the items the caller is shown, here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
+
+from memories.models import LIVE_STATUSES, Namespace
+from review.models import StudySession, StudySessionItem
+
+
+def _shown_items(
+    items: QuerySet[StudySessionItem], *, ceiling: int | None, live_only: bool
+) -> QuerySet[StudySessionItem]:
+    if ceiling is not None:
+        items = items.filter(card__memory__classification__lte=ceiling)
+    if live_only:
+        items = items.filter(card__memory__status__in=LIVE_STATUSES)
+    return items
+
+
+def session_items(
+    *, session: StudySession, ceiling: int | None, live_only: bool = True
+) -> QuerySet[StudySessionItem]:
+    """The session's items the caller is shown: cards within its ceiling (None: any) and,
+    with live_only, of live memories (the API cannot grade the others, so they would
+    never be done). Hidden items neither show nor count."""
+    return _shown_items(session.items.all(), ceiling=ceiling, live_only=live_only)
+
+
+def study_sessions_visible(*, ceiling: int | None) -> QuerySet[StudySession]:
+    """Sessions a caller may open: empty ones and those holding a card within its ceiling.
+
+    A session whose every card is above the ceiling is made only of memories the caller
+    may not see (its deck is one of their topics), so it answers 404 like a missing one.
+    """
+    sessions = StudySession.objects.all()
+    if ceiling is None:
+        return sessions
+    items = StudySessionItem.objects.filter(session=OuterRef("pk"))
+    return sessions.filter(
+        ~Exists(items) | Exists(items.filter(card__memory__classification__lte=ceiling))
+    )
+
+
+@dataclass(frozen=True)
+class SessionProgress:
+    """Where a session stands for one caller; `next_item` is None once it is finished for
+    that caller: ended, or every card it is shown is done."""
+
+    total: int
+    done: int
+    graded: int
+    attempts: int
+    remaining: int
+    next_item: StudySessionItem | None
+
+    @property
+    def finished(self) -> bool:
+        return self.next_item is None
+
+
+def study_session_progress(
+    *, session: StudySession, ceiling: int | None, live_only: bool = True
+) -> SessionProgress:
+    """Counts and the next card of a study or cram session over the items the caller is
+    shown (what a resumed page shows); hidden cards are skipped, never a dead end."""
+    items = session_items(session=session, ceiling=ceiling, live_only=live_only)
+    counts = items.aggregate(
+        total=Count("id"),
+        done=Count("id", filter=Q(done=True)),
+        graded=Count("id", filter=Q(first_grade__isnull=False) | Q(correct__isnull=False)),
+        attempts=Coalesce(Sum("attempts"), 0),
+    )
+    next_item = None
+    if session.is_active:
+        next_item = (
+            items.filter(done=False)
+            .select_related("card__memory")
+            .order_by("position", "id")
+            .first()
+        )
+    return SessionProgress(
+        total=counts["total"],
+        done=counts["done"],
+        graded=counts["graded"],
+        attempts=counts["attempts"],
+        remaining=counts["total"] - counts["done"],
+        next_item=next_item,
+    )
+
+
+def study_session_first_grades(
+    *, session: StudySession, ceiling: int | None, live_only: bool = True
+) -> dict[int, int]:
+    """How many of the cards the caller is shown got each first grade in the session."""
+    items = session_items(session=session, ceiling=ceiling, live_only=live_only)
+    return dict(
+        items.filter(first_grade__isnull=False)
+        .values("first_grade")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("first_grade", "n")
+    )
+
+
+def study_sessions_resumable(
+    *,
+    namespace_ids: list[int],
+    user: Any,
+    mode: str,
+    ceiling: int | None,
+    live_only: bool = True,
+) -> QuerySet[StudySession]:
+    """The user's unfinished sessions of that mode with a card left that the caller is
+    shown, newest first: one whose remaining cards are all hidden is over for it."""
+    remaining = _shown_items(
+        StudySessionItem.objects.filter(session=OuterRef("pk"), done=False),
+        ceiling=ceiling,
+        live_only=live_only,
+    )
+    return (
+        StudySession.objects.filter(
+            namespace_id__in=namespace_ids,
+            user=user,
+            mode=mode,
+            status=StudySession.Status.ACTIVE,
+        )
+        .filter(Exists(remaining))
+        .order_by("-started_at", "-id")
+    )
+
+
+def study_session_active(
+    *,
+    namespace: Namespace,
+    user: Any,
+    ceiling: int | None,
+    mode: str = StudySession.Mode.STUDY,
+    live_only: bool = True,
+) -> StudySession | None:
+    """The user's latest unfinished session of that mode in the namespace, to resume."""
+    return study_sessions_resumable(
+        namespace_ids=[namespace.pk], user=user, mode=mode, ceiling=ceiling, live_only=live_only
+    ).first()
+
+
+@dataclass(frozen=True)
+class Score:
+    """correct out of answered, and how many cards the session held."""
+
+    correct: int
+    answered: int
+    total: int
+
+    def __str__(self) -> str:
+        return f"{self.correct}/{self.answered}"
+
+
+@dataclass(frozen=True)
+class CramScore:
+    """A cram session's score overall and per deck."""
+
+    overall: Score
+    decks: dict[str, Score]
+
+
+def cram_score(*, session: StudySession, ceiling: int | None, live_only: bool = True) -> CramScore:
+    """X/Y correct overall and per deck, from the answers on the cards the caller is
+    shown (one grouped query): hidden cards add neither a deck nor a count."""
+    rows = (
+        session_items(session=session, ceiling=ceiling, live_only=live_only)
+        .values("deck")
+        .annotate(
+            total=Count("id"),
+            answered=Count("id", filter=Q(correct__isnull=False)),
+            correct=Count("id", filter=Q(correct=True)),
+        )
+        .order_by("deck")
+    )
+    decks: dict[str, Score] = {}
+    sums: dict[str, int] = defaultdict(int)
+    for row in rows:
+        decks[row["deck"]] = Score(
+            correct=row["correct"], answered=row["answered"], total=row["total"]
+        )
+        for key in ("correct", "answered", "total"):
+            sums[key] += row[key]
+    return CramScore(
+        overall=Score(correct=sums["correct"], answered=sums["answered"], total=sums["total"]),
+        decks=decks,
+    )

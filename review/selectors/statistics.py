@@ -1,0 +1,208 @@
+"""Deck overviews and review statistics: counts, retention, streak, reviews per day and the
+due forecast, each aggregated in SQL over the user's local days."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from memories.models import Namespace
+from review.models import Card, CardQuerySet, ReviewLog
+from review.selectors.queue import day_start, local_day_bounds, new_cards_introduced_today
+from review.sm2 import PASSING_QUALITY
+
+LEARNED_REPETITIONS = 2
+REVIEWS_PER_DAY_DAYS = 30
+FORECAST_DAYS = 14
+RETENTION_RECENT_DAYS = 30
+
+
+@dataclass(frozen=True)
+class DeckStats:
+    """Card counts of one deck (or of the whole namespace when deck is None)."""
+
+    deck: str | None
+    total: int
+    due_today: int
+    learned: int
+    new: int
+    new_available_today: int = 0
+
+
+def _card_counts(tomorrow: datetime) -> dict[str, Any]:
+    return {
+        "total": Count("id"),
+        "due_today": Count("id", filter=Q(next_review__lt=tomorrow)),
+        "learned": Count("id", filter=Q(repetitions__gte=LEARNED_REPETITIONS)),
+        "new": Count("id", filter=Q(next_review__isnull=True)),
+    }
+
+
+def deck_statistics(
+    *, namespace: Namespace, tz: ZoneInfo, now: datetime | None = None, ceiling: int | None = None
+) -> list[DeckStats]:
+    """Every deck with its counts and today's remaining new cards, in one grouped query."""
+    now = now or timezone.now()
+    _, tomorrow = local_day_bounds(tz, now)
+    cards = Card.objects.in_namespace(namespace).reviewable(ceiling)
+    rows = (
+        cards.values("memory__topic").annotate(**_card_counts(tomorrow)).order_by("memory__topic")
+    )
+    introduced = new_cards_introduced_today(namespace=namespace, tz=tz, now=now, ceiling=ceiling)
+    per_deck = namespace.new_cards_per_day
+    return [
+        DeckStats(
+            deck=row["memory__topic"],
+            total=row["total"],
+            due_today=row["due_today"],
+            learned=row["learned"],
+            new=row["new"],
+            new_available_today=min(
+                row["new"], max(0, per_deck - introduced.get(row["memory__topic"], 0))
+            ),
+        )
+        for row in rows
+    ]
+
+
+@dataclass(frozen=True)
+class ReviewStats:
+    """Statistics of a namespace or one of its decks; see docs/review.md for definitions."""
+
+    cards: DeckStats
+    reviews: int
+    retention: float | None
+    reviews_last_30_days: int
+    retention_last_30_days: float | None
+    streak: int
+    reviews_per_day: list[tuple[date, int]] = field(default_factory=list)
+    forecast: list[tuple[date, int]] = field(default_factory=list)
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def counted_logs(
+    *, namespace: Namespace, deck: str | None = None, ceiling: int | None = None
+) -> QuerySet[ReviewLog]:
+    """Grades that count in statistics: scheduling grades that were not undone (of memories
+    within the caller's ceiling)."""
+    logs = ReviewLog.objects.filter(
+        namespace=namespace, mode=ReviewLog.Mode.NORMAL, undone_at__isnull=True
+    )
+    if ceiling is not None:
+        logs = logs.filter(card__memory__classification__lte=ceiling)
+    return logs if deck is None else logs.filter(card__memory__topic=deck)
+
+
+def review_statistics(
+    *,
+    namespace: Namespace,
+    tz: ZoneInfo,
+    now: datetime | None = None,
+    deck: str | None = None,
+    ceiling: int | None = None,
+) -> ReviewStats:
+    """Counts, retention, streak, reviews per day and the due forecast, all aggregated in SQL."""
+    now = now or timezone.now()
+    _, tomorrow = local_day_bounds(tz, now)
+    today = timezone.localtime(now, tz).date()
+
+    cards = Card.objects.in_namespace(namespace).reviewable(ceiling).in_deck(deck)
+    counts = cards.aggregate(**_card_counts(tomorrow))
+    new_available = 0
+    if counts["new"]:
+        decks = deck_statistics(namespace=namespace, tz=tz, now=now, ceiling=ceiling)
+        new_available = sum(s.new_available_today for s in decks if deck in (None, s.deck))
+    card_stats = DeckStats(deck=deck, new_available_today=new_available, **counts)
+
+    logs = counted_logs(namespace=namespace, deck=deck, ceiling=ceiling)
+    window_start = day_start(today - timedelta(days=REVIEWS_PER_DAY_DAYS - 1), tz)
+    totals = logs.aggregate(
+        reviews=Count("id"),
+        passed=Count("id", filter=Q(grade__gte=PASSING_QUALITY)),
+        recent=Count("id", filter=Q(reviewed_at__gte=window_start, reviewed_at__lt=tomorrow)),
+        recent_passed=Count(
+            "id",
+            filter=Q(
+                reviewed_at__gte=window_start,
+                reviewed_at__lt=tomorrow,
+                grade__gte=PASSING_QUALITY,
+            ),
+        ),
+    )
+
+    per_day = dict(
+        logs.filter(reviewed_at__gte=window_start, reviewed_at__lt=tomorrow)
+        .annotate(day=TruncDate("reviewed_at", tzinfo=tz))
+        .values("day")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("day", "n")
+    )
+    days = [today - timedelta(days=back) for back in range(REVIEWS_PER_DAY_DAYS - 1, -1, -1)]
+    reviews_per_day = [(day, per_day.get(day, 0)) for day in days]
+
+    return ReviewStats(
+        cards=card_stats,
+        reviews=totals["reviews"],
+        retention=_ratio(totals["passed"], totals["reviews"]),
+        reviews_last_30_days=totals["recent"],
+        retention_last_30_days=_ratio(totals["recent_passed"], totals["recent"]),
+        streak=_streak(logs=logs, tz=tz, today=today, tomorrow=tomorrow),
+        reviews_per_day=reviews_per_day,
+        forecast=_forecast(cards=cards, tz=tz, today=today, due_today=counts["due_today"]),
+    )
+
+
+def _streak(*, logs: QuerySet[ReviewLog], tz: ZoneInfo, today: date, tomorrow: datetime) -> int:
+    """Consecutive local days with a review, ending today, or yesterday while today has no
+    review yet (a streak only breaks once a whole day passes without one)."""
+    days = (
+        logs.filter(reviewed_at__lt=tomorrow)
+        .annotate(day=TruncDate("reviewed_at", tzinfo=tz))
+        .values_list("day", flat=True)
+        .distinct()
+        .order_by("-day")
+        .iterator(chunk_size=64)
+    )
+    # Distinct days newest first, stopping at the first gap: one row read per streak day.
+    latest = next(days, None)
+    if latest is None or latest < today - timedelta(days=1):
+        return 0
+    streak, expected = 1, latest - timedelta(days=1)
+    for day in days:
+        if day != expected:
+            break
+        streak += 1
+        expected = day - timedelta(days=1)
+    return streak
+
+
+def _forecast(
+    *, cards: CardQuerySet, tz: ZoneInfo, today: date, due_today: int
+) -> list[tuple[date, int]]:
+    """Cards due on each of the next FORECAST_DAYS local days; today's count includes the
+    overdue ones, because that is what today's queue holds."""
+    first = day_start(today + timedelta(days=1), tz)
+    end = day_start(today + timedelta(days=FORECAST_DAYS), tz)
+    per_day = dict(
+        cards.filter(next_review__gte=first, next_review__lt=end)
+        .annotate(day=TruncDate("next_review", tzinfo=tz))
+        .values("day")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("day", "n")
+    )
+    per_day[today] = due_today
+    return [
+        (day, per_day.get(day, 0))
+        for day in (today + timedelta(days=ahead) for ahead in range(FORECAST_DAYS))
+    ]

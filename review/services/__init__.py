@@ -1,0 +1,80 @@
+"""Writes to review state, one module per concept; every public name is re-exported here.
+
+errors: the domain errors. cards: card creation. grading: card_grade, its undo, implicit
+grades. sessions: study sessions. cram: cram sessions. Each imports only those before it in
+that list (cards and errors import none), so the package has no import cycle.
+"""
+
+from __future__ import annotations
+
+from review.services.cards import (
+    card_create_for_new_memory,
+    card_ensure,
+    card_reschedule_now,
+    cards_create_for_namespace,
+    cards_create_for_new_memories,
+)
+from review.services.cram import (
+    CRAM_MAX_CARDS,
+    cram_answer,
+    cram_finish,
+    cram_start,
+)
+from review.services.errors import (
+    AlreadyAnswered,
+    CardNotInSession,
+    GradeConflict,
+    InvalidGrade,
+    InvalidRequest,
+    NothingToUndo,
+    ReviewError,
+    SessionFinished,
+)
+from review.services.grading import (
+    Grade,
+    ImplicitReviewSettings,
+    card_grade,
+    card_grade_implicit,
+    card_undo,
+    grade_quality,
+    implicit_review_settings,
+)
+from review.services.sessions import (
+    DEFAULT_SESSION_LIMIT,
+    SESSION_PASS_QUALITY,
+    study_session_finish,
+    study_session_grade,
+    study_session_start,
+)
+
+__all__ = [
+    "CRAM_MAX_CARDS",
+    "DEFAULT_SESSION_LIMIT",
+    "SESSION_PASS_QUALITY",
+    "AlreadyAnswered",
+    "CardNotInSession",
+    "Grade",
+    "GradeConflict",
+    "ImplicitReviewSettings",
+    "InvalidGrade",
+    "InvalidRequest",
+    "NothingToUndo",
+    "ReviewError",
+    "SessionFinished",
+    "card_create_for_new_memory",
+    "card_ensure",
+    "card_grade",
+    "card_grade_implicit",
+    "card_reschedule_now",
+    "card_undo",
+    "cards_create_for_namespace",
+    "cards_create_for_new_memories",
+    "cram_answer",
+    "cram_finish",
+    "cram_start",
+    "grade_quality",
+    "implicit_review_settings",
+    "study_session_finish",
+    "study_session_grade",
+    "study_session_start",
+]

@@ -1,0 +1,333 @@
+"""Grades: card_grade, its undo, implicit grades from agents' recalls, and their settings.
+
+Every grade, whoever gives it (a person, the simulated recall worker, an agent's recall),
+goes through card_grade, so there is one schedule per card. Concurrent grades are
+serialised by the card's version: a grade computed from a stale read is refused with
+GradeConflict, never applied on top of another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
+from django.db.models import Min
+from django.utils import timezone
+
+from memories.models import LIVE_STATUSES, Memory, MemoryEvent
+from memories.services import memory_touch
+from review.models import CARD_STATE_FIELDS, Card, ReviewLog, StudySession, StudySessionItem
+from review.selectors import card_state, scheduler_for
+from review.services.errors import GradeConflict, InvalidGrade, InvalidRequest, NothingToUndo
+from review.simulation import adjust_utility
+from review.sm2 import PASSING_QUALITY, Button, validate_quality
+
+Grade = int | Button | str
+
+_DATETIME_FIELDS = frozenset({"next_review", "last_reviewed_at", "first_reviewed_at"})
+
+
+# --- Settings --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImplicitReviewSettings:
+    """Whether an agent's successful recall of a due memory counts as a review, and its grade."""
+
+    enabled: bool
+    quality: int
+
+
+def implicit_review_settings() -> ImplicitReviewSettings:
+    """IMPLICIT_REVIEW_ENABLED (default True) and IMPLICIT_REVIEW_QUALITY (default 4)."""
+    enabled = settings.IMPLICIT_REVIEW_ENABLED
+    quality = settings.IMPLICIT_REVIEW_QUALITY
+    if not isinstance(enabled, bool):
+        raise ImproperlyConfigured(f"IMPLICIT_REVIEW_ENABLED must be a bool, got {enabled!r}.")
+    try:
+        quality = validate_quality(quality)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"IMPLICIT_REVIEW_QUALITY: {error}.") from None
+    return ImplicitReviewSettings(enabled=enabled, quality=quality)
+
+
+# --- Grading ---------------------------------------------------------------------------
+
+
+def grade_quality(grade: Grade) -> int:
+    """SM-2 quality 0-5 from an int, a Button, or a button name ("good") or digit string."""
+    if isinstance(grade, Button):
+        return int(grade)
+    if isinstance(grade, str):
+        name = grade.strip().upper()
+        if name in Button.__members__:
+            return int(Button[name])
+        if not name.isdigit():
+            raise InvalidGrade(
+                f"Unknown grade {grade!r}: use 0-5 or Again, Hard, Good, Easy.", field="grade"
+            )
+        grade = int(name)
+    try:
+        return validate_quality(grade)
+    except ValueError:
+        raise InvalidGrade(
+            f"Grade must be 0-5 or Again, Hard, Good, Easy, not {grade!r}.", field="grade"
+        ) from None
+
+
+def _snapshot(card: Card) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for name in CARD_STATE_FIELDS:
+        value = getattr(card, name)
+        data[name] = value.isoformat() if isinstance(value, datetime) else value
+    return data
+
+
+def _restorable(snapshot: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name in CARD_STATE_FIELDS:
+        value = snapshot.get(name)
+        if name in _DATETIME_FIELDS and value is not None:
+            value = datetime.fromisoformat(value)
+        values[name] = value
+    return values
+
+
+def _assign(instance: Any, values: dict[str, Any]) -> None:
+    for name, value in values.items():
+        setattr(instance, name, value)
+
+
+def card_grade(
+    *,
+    card: Card,
+    grade: Grade,
+    source: str,
+    user: Any = None,
+    now: datetime | None = None,
+    session: StudySession | None = None,
+    expected_version: int | None = None,
+) -> ReviewLog:
+    """Apply one grade: schedule, counters, memory utility, a ReviewLog and a history event.
+
+    `expected_version` is the card version the grader saw (the passed instance's version
+    when omitted); if the card has moved on, GradeConflict is raised and nothing changes.
+    The passed card instance is updated to the new state.
+    """
+    quality = grade_quality(grade)
+    if source not in ReviewLog.Source.values:
+        # No `field`: a source is chosen by the calling code, never sent in a request.
+        raise InvalidRequest(
+            f"Unknown grade source {source!r}; use one of {', '.join(ReviewLog.Source.values)}."
+        )
+    now = now or timezone.now()
+    expected = card.version if expected_version is None else expected_version
+    with transaction.atomic():
+        current = Card.objects.select_related("namespace").get(pk=card.pk)
+        if current.version != expected:
+            raise _conflict(current.pk)
+        before = _snapshot(current)
+        state = scheduler_for(current.namespace).grade(card_state(current), quality, now=now)
+        passed = quality >= PASSING_QUALITY
+        changes = {
+            "scheduler": current.namespace.scheduler,
+            "easiness": state.easiness,
+            "interval_days": state.interval_days,
+            "repetitions": state.repetitions,
+            "next_review": state.next_review,
+            "last_quality": quality,
+            "last_reviewed_at": now,
+            "fsrs_state": state.fsrs,
+            "total_reviews": current.total_reviews + 1,
+            "correct_reviews": current.correct_reviews + int(passed),
+            "first_reviewed_at": current.first_reviewed_at or now,
+            "version": expected + 1,
+        }
+        # The version in the WHERE clause is the guard: of two grades that read the same
+        # version, the second one's UPDATE matches no row (on PostgreSQL it waits for the
+        # first to commit, then re-checks the row and finds the new version).
+        if not Card.objects.filter(pk=current.pk, version=expected).update(**changes):
+            raise _conflict(current.pk)
+        _assign(current, changes)
+        after = _snapshot(current)
+
+        memory = Memory.objects.select_for_update().get(pk=current.memory_id)
+        utility_before = memory.utility
+        memory.utility = adjust_utility(utility_before, quality)
+        Memory.objects.filter(pk=memory.pk).update(utility=memory.utility)
+        before["utility"], after["utility"] = utility_before, memory.utility
+
+        log = ReviewLog.objects.create(
+            card=current,
+            namespace_id=current.namespace_id,
+            grade=quality,
+            source=source,
+            mode=ReviewLog.Mode.NORMAL,
+            state_before=before,
+            state_after=after,
+            user=user,
+            session=session,
+            reviewed_at=now,
+        )
+        _record_graded(
+            memory=memory,
+            before={"utility": utility_before, "next_review": before["next_review"]},
+            after={
+                "utility": memory.utility,
+                "next_review": after["next_review"],
+                "grade": quality,
+                "review_log": log.pk,
+            },
+            actor=user,
+            source=source,
+            now=now,
+        )
+        # An implicit grade comes from a recall, which already counts as a use.
+        # Only a person's review is a use (seed 003's touch): an agent's recall already
+        # counted as one, and the simulated worker must not keep memories from decaying.
+        if settings.AUTO_REINFORCE and passed and source == ReviewLog.Source.HUMAN:
+            memory_touch(memory=memory, actor=user, source=source, now=now)
+    _assign(card, {name: getattr(current, name) for name in CARD_STATE_FIELDS})
+    return log
+
+
+def _conflict(card_id: int) -> GradeConflict:
+    # The version is read again here: when the guarded UPDATE matched nothing, the row read
+    # before it is stale, and the caller needs the version it must reload to.
+    version = Card.objects.filter(pk=card_id).values_list("version", flat=True).first()
+    return GradeConflict(
+        f"Card #{card_id} was changed by another review since you loaded it "
+        f"(it is now at version {version}); reload it and grade again.",
+        field="version",
+    )
+
+
+def _record_graded(
+    *,
+    memory: Memory,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    actor: Any,
+    source: str,
+    now: datetime,
+) -> MemoryEvent:
+    # Mirrors memories.services._record: review cannot add to that module.
+    return MemoryEvent.objects.create(
+        namespace_id=memory.namespace_id,
+        memory=memory,
+        memory_ref=memory.pk,
+        kind=MemoryEvent.Kind.GRADED,
+        before=before,
+        after=after,
+        actor=actor,
+        source=source,
+        classification=memory.classification,
+        created_at=now,
+    )
+
+
+@transaction.atomic
+def card_undo(*, card: Card, user: Any = None, now: datetime | None = None) -> ReviewLog:
+    """Undo the card's last grade if it is still the card's latest change.
+
+    Restores the scheduling state and counters from the log's state_before (the version
+    moves forward, so a grade computed before the undo is refused), gives back the
+    memory's utility unless something else changed it since, and marks the log undone.
+    One level deep: the grade before it is no longer the card's latest change.
+    """
+    now = now or timezone.now()
+    undoable = ReviewLog.objects.filter(
+        card_id=card.pk, undone_at__isnull=True, mode=ReviewLog.Mode.NORMAL
+    ).order_by("-id")
+    # Lock order everywhere: session, then card, then memory (study_session_grade takes
+    # the session first too), so an undo racing a grade of the same card cannot deadlock.
+    session_id = undoable.values_list("session_id", flat=True).first()
+    if session_id is not None:
+        StudySession.objects.select_for_update().filter(pk=session_id).first()
+    locked = Card.objects.select_for_update().get(pk=card.pk)
+    log = undoable.first()
+    if log is None:
+        raise NothingToUndo(f"Card #{locked.pk} has no grade to undo.")
+    if log.state_after.get("version") != locked.version:
+        raise NothingToUndo(
+            f"Card #{locked.pk} changed after its last grade; only its latest change can be undone."
+        )
+    if user is not None and log.user_id != user.pk:
+        raise NothingToUndo(f"The last grade of card #{locked.pk} was not given by you.")
+    restored = _restorable(log.state_before)
+    restored["version"] = locked.version + 1
+    Card.objects.filter(pk=locked.pk).update(**restored)
+    _assign(locked, restored)
+
+    memory = Memory.objects.select_for_update().get(pk=locked.memory_id)
+    utility_now = memory.utility
+    if "utility" in log.state_before and utility_now == log.state_after.get("utility"):
+        memory.utility = log.state_before["utility"]
+        Memory.objects.filter(pk=memory.pk).update(utility=memory.utility)
+
+    log.undone_at = now
+    log.save(update_fields=["undone_at"])
+    if log.session_id is not None:
+        _session_item_reopen(log=log)
+    _record_graded(
+        memory=memory,
+        before={"utility": utility_now, "next_review": log.state_after.get("next_review")},
+        after={
+            "utility": memory.utility,
+            "next_review": log.state_before.get("next_review"),
+            "undone_review_log": log.pk,
+        },
+        actor=user,
+        source=log.source,
+        now=now,
+    )
+    _assign(card, {name: getattr(locked, name) for name in CARD_STATE_FIELDS})
+    return log
+
+
+def _session_item_reopen(*, log: ReviewLog) -> None:
+    """An undone first grade puts its card back in front of the session, ungraded."""
+    session = StudySession.objects.select_for_update().get(pk=log.session_id)
+    item = (
+        StudySessionItem.objects.select_for_update()
+        .filter(session=session, card_id=log.card_id, review_log=log)
+        .first()
+    )
+    if item is None:
+        return
+    first = session.items.filter(done=False).aggregate(first=Min("position"))["first"]
+    item.position = item.position if first is None else min(item.position, first - 1)
+    item.first_grade = item.last_grade = item.review_log = item.answered_at = None
+    item.attempts = 0
+    item.done = False
+    item.save()
+    if not session.is_active:
+        session.status = StudySession.Status.ACTIVE
+        session.finished_at = None
+        session.save(update_fields=["status", "finished_at"])
+
+
+def card_grade_implicit(*, memory: Memory, now: datetime | None = None) -> ReviewLog | None:
+    """Count an agent's successful recall of a due memory as a review (source implicit).
+
+    Returns None, changing nothing, when implicit reviews are off, the memory has no card,
+    is not live, is not due, or a concurrent grade got there first.
+    """
+    options = implicit_review_settings()
+    if not options.enabled:
+        return None
+    now = now or timezone.now()
+    card = Card.objects.filter(memory_id=memory.pk, memory__status__in=LIVE_STATUSES).first()
+    if card is None or not card.is_due(now):
+        return None
+    try:
+        return card_grade(
+            card=card, grade=options.quality, source=ReviewLog.Source.IMPLICIT, now=now
+        )
+    except GradeConflict:
+        # Someone graded it a moment ago: it is no longer due, so there is nothing to add.
+        return None

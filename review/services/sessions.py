@@ -1,0 +1,166 @@
+"""Study sessions: today's queue studied card by card until each is graded 4 or more.
+
+The row-locking helpers here serve cram sessions too (review.services.cram), which are
+study sessions of another mode.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from memories.models import Namespace
+from review.models import Card, ReviewLog, StudySession, StudySessionItem
+from review.selectors import review_queue
+from review.services.errors import (
+    AlreadyAnswered,
+    CardNotInSession,
+    InvalidRequest,
+    SessionFinished,
+)
+from review.services.grading import Grade, card_grade, grade_quality
+
+# Seed 004: within a session a card comes back until it is graded 4 or more.
+SESSION_PASS_QUALITY = 4
+DEFAULT_SESSION_LIMIT = 100
+
+
+def locked_session(session: StudySession, mode: str) -> StudySession:
+    """The session's row locked for update; refused unless it is an active session of `mode`."""
+    locked = StudySession.objects.select_for_update().get(pk=session.pk)
+    if locked.mode != mode:
+        raise InvalidRequest(
+            f"Session #{locked.pk} is a {locked.get_mode_display().lower()} session."
+        )
+    if not locked.is_active:
+        raise SessionFinished(f"Session #{locked.pk} is finished.")
+    return locked
+
+
+def locked_item(session: StudySession, card: Card | int) -> StudySessionItem:
+    """The session's item for the card, locked for update; CardNotInSession when it has none."""
+    card_id = card if isinstance(card, int) else card.pk
+    item = session.items.select_for_update().filter(card_id=card_id).first()
+    if item is None:
+        raise CardNotInSession(
+            f"Card #{card_id} is not part of session #{session.pk}.", field="card"
+        )
+    return item
+
+
+def finish_session(session: StudySession, now: datetime) -> None:
+    """Mark the session finished at `now`; the caller saves it."""
+    session.status = StudySession.Status.FINISHED
+    session.finished_at = now
+
+
+def copy_session(target: StudySession, source: StudySession) -> None:
+    """Give the caller's instance the status and times of the row it locked and saved."""
+    for name in ("status", "updated_at", "finished_at"):
+        setattr(target, name, getattr(source, name))
+
+
+@transaction.atomic
+def study_session_start(
+    *,
+    namespace: Namespace,
+    tz: ZoneInfo,
+    user: Any = None,
+    deck: str | None = None,
+    limit: int = DEFAULT_SESSION_LIMIT,
+    now: datetime | None = None,
+    ceiling: int | None = None,
+) -> StudySession:
+    """Start studying today's queue (all decks, or one): due cards first, then new ones."""
+    now = now or timezone.now()
+    queue = review_queue(
+        namespace=namespace, tz=tz, now=now, deck=deck, limit=limit, ceiling=ceiling
+    )
+    session = StudySession.objects.create(
+        namespace=namespace,
+        user=user,
+        mode=StudySession.Mode.STUDY,
+        deck=deck,
+        started_at=now,
+        updated_at=now,
+    )
+    StudySessionItem.objects.bulk_create(
+        StudySessionItem(
+            session=session,
+            card_id=item.card_id,
+            position=position,
+            deck=item.deck,
+            is_new=item.is_new,
+        )
+        for position, item in enumerate(queue.items)
+    )
+    if not queue.items:
+        finish_session(session, now)
+        session.save(update_fields=["status", "finished_at"])
+    return session
+
+
+def study_session_grade(
+    *,
+    session: StudySession,
+    card: Card,
+    grade: Grade,
+    user: Any = None,
+    now: datetime | None = None,
+    expected_version: int | None = None,
+) -> StudySessionItem:
+    """Grade a card in a session: its first grade here sets its schedule; until a grade of
+    4 or more it goes back behind the last card and later grades only count as practice."""
+    quality = grade_quality(grade)
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = locked_session(session, StudySession.Mode.STUDY)
+        item = locked_item(locked, card)
+        if item.done:
+            raise AlreadyAnswered(
+                f"Card #{item.card_id} is already done in session #{locked.pk}.", field="card"
+            )
+        if item.first_grade is None:
+            log = card_grade(
+                card=card,
+                grade=quality,
+                source=ReviewLog.Source.HUMAN,
+                user=user,
+                now=now,
+                session=locked,
+                expected_version=expected_version,
+            )
+            item.first_grade, item.review_log = quality, log
+        item.last_grade = quality
+        item.attempts += 1
+        item.answered_at = now
+        if quality >= SESSION_PASS_QUALITY:
+            item.done = True
+        else:
+            last = locked.items.aggregate(last=Max("position"))["last"]
+            item.position = last + 1
+        item.save()
+        locked.updated_at = now
+        if not locked.items.filter(done=False).exists():
+            finish_session(locked, now)
+        locked.save(update_fields=["status", "updated_at", "finished_at"])
+    copy_session(session, locked)
+    return item
+
+
+@transaction.atomic
+def study_session_finish(*, session: StudySession, now: datetime | None = None) -> StudySession:
+    """End a session early (or again: finishing twice is harmless); grades given stay."""
+    now = now or timezone.now()
+    locked = StudySession.objects.select_for_update().get(pk=session.pk)
+    if locked.is_active:
+        finish_session(locked, now)
+        locked.updated_at = now
+        locked.save(update_fields=["status", "updated_at", "finished_at"])
+    copy_session(session, locked)
+    return session

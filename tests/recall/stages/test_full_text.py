@@ -1,0 +1,105 @@
+"""Stage Sf (recall.stages.full_text) on the engine the suite runs on (CI runs both)."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from memories.models import Classification
+from recall.stages.filters import RecallFilters
+from recall.stages.full_text import full_text
+from recall.stages.query import analyse_query
+from tests.recall.fixtures.helpers import ids
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_finds_stemmed_keyword_matches(recall, make_memory):
+    runner = make_memory("She was running three marathons every year")
+    make_memory("The kitchen tap drips at night")
+    result = recall("marathon runs")
+    assert ids(result) == [runner.pk]
+    assert result.results[0].stages == ["Sf"]
+    assert result.stage_timings["Sf"]["hits"] == 1
+
+
+def test_it_matches_keywords_as_well_as_content(recall, make_memory):
+    tagged = make_memory("Notes from Tuesday", keywords=["vacuum", "postgresql"])
+    assert ids(recall("vacuum")) == [tagged.pk]
+
+
+def test_it_ranks_rare_words_above_common_ones(recall, make_memory):
+    for n in range(6):
+        make_memory(f"Project status meeting number {n}")
+    rare = make_memory("Project kickoff in Reykjavik")
+    assert ids(recall("project reykjavik"))[0] == rare.pk
+
+
+def test_it_tolerates_typos(recall, make_memory):
+    target = make_memory("We migrated the main database to PostgreSQL last spring")
+    make_memory("The garden needs watering twice a week")
+    result = recall("postgrsql")
+    assert ids(result) == [target.pk]
+
+
+def test_it_matches_substrings(recall, make_memory):
+    target = make_memory("Kubernetes cluster upgrade is scheduled")
+    assert ids(recall("bernet")) == [target.pk]
+
+
+def test_it_folds_diacritics(recall, make_memory):
+    target = make_memory("Meeting at Café Müller on Friday")
+    assert ids(recall("cafe muller")) == [target.pk]
+    accented = make_memory("The resume template is in the shared drive")
+    assert accented.pk in ids(recall("résumé"))
+
+
+def test_it_falls_back_to_the_original_language_text(recall, make_memory):
+    target = make_memory(
+        "The key is on the kitchen table",
+        content_original="Der Schlüssel liegt auf dem Küchentisch",
+        language="de",
+    )
+    make_memory("Groceries: milk, bread and eggs")
+    result = recall("Schlüssel Küchentisch")
+    assert ids(result) == [target.pk]
+
+
+def test_it_skips_queries_made_only_of_common_words(recall, make_memory):
+    make_memory("It is what it is and that was that")
+    result = recall("what is the")
+    assert ids(result) == []
+    assert any("common words" in w for w in result.warnings)
+
+
+def test_it_matches_only_the_rarest_terms_when_a_term_is_too_common(namespace, make_memory):
+    for n in range(12):
+        make_memory(f"Standup notes {n}: nothing new")
+    rare = make_memory("Standup notes: the pager rotation changes")
+    terms = analyse_query("standup pager")
+    filters = RecallFilters(
+        namespace_ids=(namespace.pk,), ceiling=Classification.RESTRICTED, now=rare.created_at
+    )
+    found = full_text(terms, filters, limit=10, candidate_cap=50, match_budget=5)
+    assert found.matched_terms == ["pager"]
+    assert found.dropped_terms == ["standup"]
+    assert [hit[0] for hit in found.hits] == [rare.pk]
+
+
+def test_namespace_memories_are_counted_in_document_frequency(make_memory, namespace):
+    make_memory("alpha beta")
+    make_memory("alpha gamma")
+    filters = RecallFilters(
+        namespace_ids=(namespace.pk,),
+        ceiling=Classification.RESTRICTED,
+        now=timezone.now(),
+    )
+    found = full_text(
+        analyse_query("alpha gamma zzzq"),
+        filters,
+        limit=10,
+        candidate_cap=10,
+        match_budget=100,
+    )
+    assert found.document_frequency == {"alpha": 2, "gamma": 1, "zzzq": 0}
+    assert found.unmatched_terms == ["zzzq"]
