@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.env import Env, database_from_url
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(

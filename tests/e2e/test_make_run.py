@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 

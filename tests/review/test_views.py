@@ -1,0 +1,257 @@
+"""review's pages: the home page, study sessions and cram."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from memories import services
+from memories.models import BackgroundRun
+from review.models import Card, ReviewLog, StudySession
+from review.views import format_interval
+from tests.support.dashboard import HX, add_memories
+
+pytestmark = pytest.mark.django_db
+
+
+# --- Home --------------------------------------------------------------------------------
+
+
+def test_home_shows_due_and_new_cards_per_deck_and_the_plots(ada_client, user, personal):
+    add_memories(personal, user, 9)
+    response = ada_client.get(reverse("home"))
+    body = response.content.decode()
+    overview = response.context["overview"][0]
+    assert overview["namespace"] == personal
+    assert {d.deck: d.due_today for d in overview["decks"]} == {"geo": 2, "history": 1}
+    assert overview["new"] == 3
+    assert body.count('action="/review/start"') == 3  # study all + one per deck
+    for kind in ("reviews", "forecast", "histogram"):
+        assert f'class="plot plot-{kind}"' in body
+    assert response.context["memories_scored"] == 9
+    assert 'data-threshold="0.65"' in body
+    assert "1 promoted" in body  # the sweep's work, from its events
+    assert response.context["background"]["runs"][0]["counts"] == [("promoted", 1)]
+
+
+def test_home_switches_namespace_with_an_htmx_partial(ada_client, user, personal):
+    second = services.namespace_create(owner=user, name="Second", mode="personal")
+    add_memories(second, user, 3)
+    response = ada_client.get(reverse("home"), {"namespace": "second"}, **HX)
+    body = response.content.decode()
+    assert body.lstrip().startswith('<section id="stats"')
+    assert 'Statistics <span class="muted">· Second</span>' in body
+    assert "Background work" not in body
+
+
+def test_home_without_namespaces_invites_to_create_one(ada_client):
+    body = ada_client.get(reverse("home")).content.decode()
+    assert "Create one" in body
+
+
+def test_global_background_runs_hide_their_counts_from_non_staff(ada_client, user, personal):
+    BackgroundRun.objects.create(
+        kind=BackgroundRun.Kind.SWEEP, status="ok", counts={"forgotten": 999}
+    )
+    runs = ada_client.get(reverse("home")).context["background"]["runs"]
+    assert runs[0]["counts"] == []
+    user.is_staff = True
+    user.save()
+    runs = ada_client.get(reverse("home")).context["background"]["runs"]
+    assert runs[0]["counts"] == [("forgotten", 999)]
+
+
+# --- Review ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def due_three(user, personal) -> list[Card]:
+    past = timezone.now() - timedelta(days=3)
+    cards = []
+    for i in range(3):
+        memory = services.memory_create(
+            namespace=personal, content=f"Card {i} answer", topic="deck"
+        )
+        card = Card.objects.get(memory=memory)
+        Card.objects.filter(pk=card.pk).update(next_review=past, interval_days=1, repetitions=1)
+        cards.append(card)
+    return cards
+
+
+def start(client, namespace, **extra) -> StudySession:
+    response = client.post(reverse("review-start"), {"namespace": namespace.slug, **extra})
+    assert response.status_code == 303
+    return StudySession.objects.order_by("-pk").first()
+
+
+def grade(client, session, grade_name, **extra):
+    item = session.items.filter(done=False).order_by("position").first()
+    card = Card.objects.get(pk=item.card_id)
+    return client.post(
+        reverse("review-grade", args=[session.pk]),
+        {"card": card.pk, "grade": grade_name, "version": card.version},
+        **extra,
+    )
+
+
+def test_a_study_session_grades_through_the_service_one_card_per_request(
+    ada_client, user, personal, due_three
+):
+    session = start(ada_client, personal)
+    page = ada_client.get(reverse("review-session", args=[session.pk]))
+    body = page.content.decode()
+    assert "Card 1 of 3" in body
+    for label in ("Again", "Hard", "Good", "Easy"):
+        assert f'{label}<span class="interval">' in body
+    assert page.context["buttons"][2]["interval"] == "6 d"  # SM-2 Good on a 1-day card
+
+    response = grade(ada_client, session, "good", **HX)
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="review-card"') and "<html" not in body
+    assert "Card 2 of 3" in body
+    log = ReviewLog.objects.get()
+    assert (log.grade, log.source, log.user, log.session_id) == (4, "human", user, session.pk)
+
+    # Below Good, the card comes back at the end of the session.
+    grade(ada_client, session, "again", **HX)
+    assert (
+        ada_client.get(reverse("review-session", args=[session.pk])).context["progress"].remaining
+        == 2
+    )
+    grade(ada_client, session, "easy", **HX)
+    repeat = ada_client.get(reverse("review-session", args=[session.pk]))
+    assert repeat.context["item"].attempts == 1
+    assert "Again, try 2" in repeat.content.decode()
+    done = grade(ada_client, session, "good", **HX)
+    assert "Session complete" in done.content.decode()
+    # The repeat is practice, not a review: three reviews today.
+    assert 'data-stat="reviews-today">3<' in done.content.decode()
+    assert ReviewLog.objects.count() == 3
+
+
+def test_without_htmx_a_grade_redirects_back_to_the_session(ada_client, personal, due_three):
+    session = start(ada_client, personal)
+    response = grade(ada_client, session, "good")
+    assert response.status_code == 303
+    assert response["Location"] == reverse("review-session", args=[session.pk])
+
+
+def test_a_stale_grade_is_refused_with_a_message(ada_client, personal, due_three, nothing_written):
+    session = start(ada_client, personal)
+    item = session.items.order_by("position").first()
+    card = Card.objects.get(pk=item.card_id)
+    with nothing_written():
+        response = ada_client.post(
+            reverse("review-grade", args=[session.pk]),
+            {"card": card.pk, "grade": "good", "version": card.version + 5},
+            **HX,
+        )
+    assert "reload it and grade again" in response.content.decode()
+    assert not ReviewLog.objects.exists()
+    with nothing_written():
+        bad = ada_client.post(
+            reverse("review-grade", args=[session.pk]), {"card": card.pk, "grade": "great"}, **HX
+        )
+    assert "Unknown grade" in bad.content.decode()
+
+
+def test_undo_gives_the_last_grade_back(ada_client, user, personal, due_three, nothing_written):
+    session = start(ada_client, personal)
+    with nothing_written():
+        nothing = ada_client.post(reverse("review-undo", args=[session.pk]), **HX)
+    assert "no grade to undo" in nothing.content.decode()
+    first = session.items.order_by("position").first()
+    before = Card.objects.filter(pk=first.card_id).values("next_review", "repetitions").get()
+    grade(ada_client, session, "good", **HX)
+    response = ada_client.post(reverse("review-undo", args=[session.pk]), **HX)
+    assert "Card 1 of 3" in response.content.decode()
+    after = Card.objects.filter(pk=first.card_id).values("next_review", "repetitions").get()
+    assert after == before
+    assert ReviewLog.objects.get().undone_at is not None
+    assert f'data-card="{first.card_id}"' in response.content.decode()
+
+
+def test_finishing_early_shows_the_summary(ada_client, personal, due_three):
+    session = start(ada_client, personal)
+    grade(ada_client, session, "good", **HX)
+    response = ada_client.post(reverse("review-finish", args=[session.pk]), **HX)
+    body = response.content.decode()
+    assert "Session ended" in body
+    assert "<li>Good <strong>1</strong></li>" in body
+    summary = ada_client.get(reverse("review-session", args=[session.pk]))
+    assert summary.context["progress"].graded == 1
+    assert dict(summary.context["grades"]) == {"Again": 0, "Hard": 0, "Good": 1, "Easy": 0}
+
+
+def test_a_deck_session_and_an_empty_one(ada_client, user, personal, due_three):
+    services.memory_create(namespace=personal, content="Other deck", topic="other")
+    session = start(ada_client, personal, deck="other")
+    assert session.deck == "other" and session.items.count() == 1  # a new card
+    empty = start(ada_client, personal, deck="nothing-here")
+    body = ada_client.get(reverse("review-session", args=[empty.pk])).content.decode()
+    assert "Nothing to review" in body
+
+
+def test_a_memory_forgotten_mid_session_can_be_restored(ada_client, personal, due_three):
+    session = start(ada_client, personal)
+    first = session.items.order_by("position").first()
+    memory = Card.objects.get(pk=first.card_id).memory
+    back = reverse("review-session", args=[session.pk])
+    response = ada_client.post(
+        reverse("memory-forget", args=[memory.pk]), {"reason": "wrong", "next": back}
+    )
+    assert response["Location"] == back
+    body = ada_client.get(back).content.decode()
+    assert "This memory is forgotten" in body and 'name="grade"' not in body
+
+
+# --- Cram --------------------------------------------------------------------------------
+
+
+def test_cram_scores_a_deck_and_reschedules_nothing(ada_client, user, personal, due_three):
+    services.memory_create(namespace=personal, content="Elsewhere", topic="other")
+    before = list(Card.objects.order_by("pk").values())
+    response = ada_client.post(reverse("cram-start"), {"namespace": personal.slug, "deck": "deck"})
+    session = StudySession.objects.get(mode="cram")
+    assert response["Location"] == reverse("cram-session", args=[session.pk])
+    answers = iter(["1", "0", "1"])
+    for _ in range(3):
+        item = session.items.filter(done=False).order_by("position").first()
+        last = ada_client.post(
+            reverse("cram-answer", args=[session.pk]),
+            {"card": item.card_id, "correct": next(answers)},
+            **HX,
+        )
+    body = last.content.decode()
+    assert body.lstrip().startswith('<div id="cram-card"')
+    assert "<span data-score>2/3</span>" in body
+    assert '<tr data-deck-score="deck"><td>deck</td><td class="num">2</td>' in body
+    session.refresh_from_db()
+    assert session.status == StudySession.Status.FINISHED
+    assert list(Card.objects.order_by("pk").values()) == before
+    assert not ReviewLog.objects.exists()
+
+
+def test_cram_of_an_empty_deck_says_so(ada_client, personal, nothing_written):
+    with nothing_written():
+        response = ada_client.post(reverse("cram-start"), {"namespace": personal.slug, "deck": "x"})
+    assert response["Location"] == reverse("cram-index")
+    assert "no cards to cram" in ada_client.get(reverse("cram-index")).content.decode()
+
+
+def test_cram_can_finish_early(ada_client, personal, due_three):
+    ada_client.post(reverse("cram-start"), {"namespace": personal.slug})
+    session = StudySession.objects.get(mode="cram")
+    response = ada_client.post(reverse("cram-finish", args=[session.pk]), **HX)
+    assert "<span data-score>0/0</span>" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("days", "label"),
+    [(0.003, "4 min"), (0.25, "6 h"), (1, "1 d"), (6, "6 d"), (45, "1.5 mo"), (400, "1.1 y")],
+)
+def test_format_interval(days, label):
+    assert format_interval(days) == label
