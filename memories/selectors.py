@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
+from django.conf import settings
+from django.db import connection
 from django.db.models import QuerySet
 
+from config.db import pick
 from memories.auth import Scope
 from memories.models import Memory
+from memories.plots import Threshold
+from memories.sweep import SweepConfig, params_cte, scored_memories_sql
 
 # The status filter's value for "every status, forgotten ones included".
 ANY_STATUS = "any"
@@ -47,3 +53,51 @@ def memory_list(
     if ordering:
         memories = memories.order_by(*ordering)
     return memories
+
+
+# The home page's histogram: bins of 0.05 from 0 to 1, the last one holding every score
+# of 1 or more (uses and strength lift scores above 1).
+HISTOGRAM_BIN_WIDTH = 0.05
+HISTOGRAM_BINS = 21
+
+
+def decay_thresholds() -> list[Threshold]:
+    """Seed 003's lifecycle thresholds, as the settings set them."""
+    return [
+        Threshold(settings.FORGET_THRESHOLD, "forget", "forget"),
+        Threshold(settings.REVIEW_DANGER_ZONE_MIN, "review", "review"),
+        Threshold(settings.REVIEW_DANGER_ZONE_MAX, "review", "review"),
+        Threshold(settings.PROMOTE_THRESHOLD, "promote", "promote"),
+    ]
+
+
+def decay_histogram(namespace_ids: list[int], now: datetime) -> list[int]:
+    """Live memories of these namespaces counted by decay score, in one grouped query.
+
+    The score is computed in the database by the decay sweep's own SQL (each memory with
+    its namespace's decay model), so the formula is written once and no row reaches Python.
+    """
+    counts = [0] * HISTOGRAM_BINS
+    if not namespace_ids:
+        return counts
+    p_sql, p_params = params_cte(SweepConfig.from_settings(), now)
+    marks = ", ".join(["%s"] * len(namespace_ids))
+    scored = scored_memories_sql(where=f"m.namespace_id IN ({marks}) AND m.status IN (%s, %s)")
+    last = HISTOGRAM_BINS - 1
+    bucket = pick(
+        postgres=f"LEAST(CAST(FLOOR(score / %s) AS integer), {last})",
+        sqlite=f"MIN(CAST(score / %s AS INTEGER), {last})",
+    )
+    sql = f"WITH {p_sql}, {scored} SELECT {bucket} AS bucket, COUNT(*) FROM scored GROUP BY 1"
+    params = [
+        *p_params,
+        *namespace_ids,
+        Memory.Status.ACTIVE.value,
+        Memory.Status.PROMOTED.value,
+        HISTOGRAM_BIN_WIDTH,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for bucket_index, count in cursor.fetchall():
+            counts[max(0, min(int(bucket_index), last))] += count
+    return counts

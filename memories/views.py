@@ -8,15 +8,12 @@ memories.services. With an HX-Request a view answers with the named partial of i
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import connection
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
@@ -40,61 +37,12 @@ from memories.forms import (
     add_service_errors,
 )
 from memories.models import ApiToken, Memory, MemoryEvent, Namespace
-from memories.plots import Threshold, decay_curve_svg
-from memories.sweep import SweepConfig, params_cte, scored_memories_sql
+from memories.plots import decay_curve_svg
+from memories.selectors import decay_thresholds
 
 PAGE_SIZE = 25
 HISTORY_LIMIT = 50
-# The home page's histogram: bins of 0.05 from 0 to 1, the last one holding every score
-# of 1 or more (uses and strength lift scores above 1).
-HISTOGRAM_BIN_WIDTH = 0.05
-HISTOGRAM_BINS = 21
 DASHBOARD_SOURCE = "dashboard"
-
-
-# --- Helpers shared by the dashboard's views -------------------------------------------
-
-
-def decay_thresholds() -> list[Threshold]:
-    """Seed 003's lifecycle thresholds, as the settings set them."""
-    return [
-        Threshold(settings.FORGET_THRESHOLD, "forget", "forget"),
-        Threshold(settings.REVIEW_DANGER_ZONE_MIN, "review", "review"),
-        Threshold(settings.REVIEW_DANGER_ZONE_MAX, "review", "review"),
-        Threshold(settings.PROMOTE_THRESHOLD, "promote", "promote"),
-    ]
-
-
-def decay_histogram(namespace_ids: list[int], now: datetime) -> list[int]:
-    """Live memories of these namespaces counted by decay score, in one grouped query.
-
-    The score is computed in the database by the decay sweep's own SQL (each memory with
-    its namespace's decay model), so the formula is written once and no row reaches Python.
-    """
-    counts = [0] * HISTOGRAM_BINS
-    if not namespace_ids:
-        return counts
-    p_sql, p_params = params_cte(SweepConfig.from_settings(), now)
-    marks = ", ".join(["%s"] * len(namespace_ids))
-    scored = scored_memories_sql(where=f"m.namespace_id IN ({marks}) AND m.status IN (%s, %s)")
-    last = HISTOGRAM_BINS - 1
-    if connection.vendor == "postgresql":
-        bucket = f"LEAST(CAST(FLOOR(score / %s) AS integer), {last})"
-    else:
-        bucket = f"MIN(CAST(score / %s AS INTEGER), {last})"
-    sql = f"WITH {p_sql}, {scored} SELECT {bucket} AS bucket, COUNT(*) FROM scored GROUP BY 1"
-    params = [
-        *p_params,
-        *namespace_ids,
-        Memory.Status.ACTIVE.value,
-        Memory.Status.PROMOTED.value,
-        HISTOGRAM_BIN_WIDTH,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        for bucket_index, count in cursor.fetchall():
-            counts[max(0, min(int(bucket_index), last))] += count
-    return counts
 
 
 def _event_changes(event: MemoryEvent) -> list[tuple[str, Any, Any]]:

@@ -25,12 +25,8 @@ from config.web import render_page, see_other, user_tz
 from memories.auth import Scope
 from memories.models import LIVE_STATUSES, BackgroundRun, MemoryEvent, Namespace
 from memories.plots import decay_histogram_svg, forecast_svg, reviews_per_day_svg
+from memories.selectors import HISTOGRAM_BIN_WIDTH, decay_histogram, decay_thresholds
 from memories.sweep import EVENT_SOURCE
-from memories.views import (
-    HISTOGRAM_BIN_WIDTH,
-    decay_histogram,
-    decay_thresholds,
-)
 from review import selectors, services
 from review.api import card_payload
 from review.forms import CramAnswerForm, GradeForm, StartForm
