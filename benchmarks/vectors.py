@@ -1,4 +1,4 @@
-"""Se (recall.stages.embedding_search) on a large namespace of synthetic vectors.
+"""Se (recall.stages.embeddings.embedding_search) on a large namespace of synthetic vectors.
 
 For `manage.py bench_vectors`. The namespace holds N memories whose vectors are drawn
 around `clusters` random centres (unit centre + Gaussian noise of relative length

@@ -412,7 +412,7 @@ RECALL_SIGNATURE_THRESHOLD = env.float("RECALL_SIGNATURE_THRESHOLD", 0.65, minim
 RECALL_SIGNATURE_CAP = env.int("RECALL_SIGNATURE_CAP", 5, minimum=0)
 RECALL_SIGNATURE_SCAN_CAP = env.int("RECALL_SIGNATURE_SCAN_CAP", 5_000, minimum=100)
 # Se keeps the RECALL_VECTOR_RERANK x (its limit) memories whose sign codes are nearest the
-# query's and ranks those by exact cosine (recall.stages.embedding_search).
+# query's and ranks those by exact cosine (recall.stages.embeddings.embedding_search).
 RECALL_VECTOR_RERANK = env.int("RECALL_VECTOR_RERANK", 30, minimum=1, maximum=1000)
 # Document-frequency statistics of large namespaces (PostgreSQL; docs/recall.md).
 RECALL_TERM_STATS_MIN_MEMORIES = env.int("RECALL_TERM_STATS_MIN_MEMORIES", 2_000, minimum=0)

@@ -3,9 +3,8 @@
 `QuerySet.bulk_create` spends most of its time in Python: it builds a model instance per
 row, compiles one parameter per value through each field's `get_db_prep_save`, and on
 PostgreSQL psycopg then splices tens of thousands of parameters into the statement on the
-client. Here values are prepared only where a field needs it (JSON, naive or SQLite
-datetimes, anything of an unexpected type goes through `get_db_prep_save` as in
-bulk_create), and written:
+client. Here values are prepared a column at a time, only where a field needs it
+(memories.fastpaths.column_preparer: the values get_db_prep_save would give), and written:
 
 - PostgreSQL: one `COPY ... FROM STDIN`; when the ids are wanted they are drawn first from
   the table's own sequence (`nextval`, so concurrent writers never collide).
@@ -21,40 +20,17 @@ make them atomic with the rest of the write.
 
 from __future__ import annotations
 
-import enum
-import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import connections, models, router, transaction
 from django.utils import timezone
 
 from config.db import is_postgres, is_sqlite
+from memories.fastpaths import column_preparer
 
-# Field types whose Python value is written as it is when it has the expected type;
-# a value of any other type goes through the field's get_db_prep_save.
-_AS_IS: dict[str, type] = {
-    "CharField": str,
-    "TextField": str,
-    "SlugField": str,
-    "EmailField": str,
-    "FloatField": float,
-    "BooleanField": bool,
-    "IntegerField": int,
-    "BigIntegerField": int,
-    "SmallIntegerField": int,
-    "PositiveIntegerField": int,
-    "PositiveSmallIntegerField": int,
-    "PositiveBigIntegerField": int,
-    "AutoField": int,
-    "BigAutoField": int,
-    "SmallAutoField": int,
-    "BinaryField": bytes,
-}
 _SQLITE_DEFAULT_VARIABLES = 999
 # insert_new sends fewer objects than this through bulk_create: one INSERT ... RETURNING
 # is as quick for a handful of rows, and keeps single writes on Django's usual path.
@@ -66,85 +42,11 @@ def _set_based(connection) -> bool:
     return is_postgres(connection) or is_sqlite(connection)
 
 
-def _preparer(field: models.Field, connection) -> Callable[[list], list]:
-    """A function from a column of a field's Python values to what the driver is given.
-
-    Columns rather than single values: a column whose values all have the expected type
-    (checked with C-level map and set) passes through without a Python call per value.
-    """
-    target = field.target_field if field.is_relation else field
-    internal = target.get_internal_type()
-    as_is = _AS_IS.get(internal)
-    prep_save = field.get_db_prep_save
-
-    if as_is is not None:
-        plain = {as_is, type(None)}
-
-        def prepare(value: Any) -> Any:
-            if value is None or type(value) is as_is:
-                return value
-            if isinstance(value, enum.Enum) and type(value.value) is as_is:
-                return value.value  # a choices member: the driver writes its value anyway
-            return prep_save(value, connection)
-
-        def prepare_column(column: list) -> list:
-            if set(map(type, column)) <= plain:
-                return column
-            return [prepare(value) for value in column]
-
-        return prepare_column
-
-    if internal == "JSONField":
-        encoder = field.encoder
-        prep_value = field.get_prep_value
-
-        def prepare_json(value: Any) -> Any:
-            if value is None:
-                return None  # SQL NULL, as get_db_prep_save gives for None
-            if type(value) is list and not value:
-                return "[]"
-            # The JSON text, as Django's adapters send it (psycopg's Jsonb dumps it too).
-            return json.dumps(prep_value(value), cls=encoder)
-
-        return lambda column: [prepare_json(value) for value in column]
-
-    if internal == "DateTimeField" and is_postgres(connection) and settings.USE_TZ:
-
-        def prepare_datetimes(column: list) -> list:
-            # Aware datetimes are what get_db_prep_save returns them as, unchanged.
-            if set(map(type, column)) == {datetime} and None not in set(
-                map(datetime.utcoffset, column)
-            ):
-                return column
-            return [prep_save(value, connection) for value in column]
-
-        return prepare_datetimes
-
-    if internal == "DateTimeField" and is_sqlite(connection) and settings.USE_TZ:
-        zone = connection.timezone
-
-        def prepare_sqlite_datetimes(column: list) -> list:
-            # Aware datetimes: what the SQLite backend's adapt_datetimefield_value makes
-            # of them (naive in the connection's time zone, as text).
-            if set(map(type, column)) <= {datetime, type(None)} and None not in set(
-                map(datetime.utcoffset, filter(None, column))
-            ):
-                return [
-                    None if value is None else str(value.astimezone(zone).replace(tzinfo=None))
-                    for value in column
-                ]
-            return [prep_save(value, connection) for value in column]
-
-        return prepare_sqlite_datetimes
-
-    return lambda column: [prep_save(value, connection) for value in column]
-
-
 def _prepare(fields: Sequence[models.Field], rows: Sequence[Sequence], connection) -> list:
     """Rows of values for the fields, prepared for the driver, as a list of tuples."""
     columns = zip(*rows, strict=True) if rows else ()
     prepared = [
-        _preparer(field, connection)(list(column))
+        column_preparer(field, connection)(list(column))
         for field, column in zip(fields, columns, strict=True)
     ]
     return list(zip(*prepared, strict=True))

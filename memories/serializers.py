@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
-from rest_framework import ISO_8601, serializers
-from rest_framework.fields import SkipField
-from rest_framework.relations import PKOnlyObject
-from rest_framework.settings import api_settings
+from rest_framework import serializers
 
 from config.serializers import (
     StrictBooleanField,
@@ -24,6 +19,7 @@ from config.serializers import (
     StrictSlugField,
 )
 from memories import substring
+from memories.fastpaths import PlannedRepresentation, per_thread
 from memories.models import (
     ApiToken,
     Association,
@@ -63,8 +59,8 @@ def _strings(max_items: int, max_length: int = 100) -> serializers.ListField:
 
 # The output's fields (memories.services declares a memory's fields by who writes them):
 # id and namespace, then the caller's and the server's fields in the model's order, but for
-# two the server keeps to itself and three shown last (the API's order since 1.0), then
-# two computed ones.
+# two the server keeps to itself and three shown last (where the API has shown them),
+# then two computed ones.
 _NOT_SHOWN = frozenset({"status_changed_at", "forgotten_score"})
 _SHOWN_LAST = ("promoted_at", "forgotten_at", "forgotten_reason")
 MEMORY_OUTPUT_FIELDS = (
@@ -174,7 +170,9 @@ class BulkCreateInput(StrictSerializer):
         return value
 
 
-class MemoryOutput(serializers.Serializer):
+class MemoryOutput(PlannedRepresentation):
+    plan_model = Memory
+
     id = serializers.IntegerField()
     namespace = serializers.SlugField(source="namespace.slug")
     content = serializers.CharField()
@@ -228,126 +226,27 @@ class MemoryOutput(serializers.Serializer):
             params = cache[memory.namespace_id] = memory.namespace.decay_params()
         return round(memory.decay_score(now, params), 6)
 
-    def to_representation(self, instance: Memory) -> dict[str, Any]:
-        """Serializer.to_representation with the per-field work decided once.
-
-        DRF looks each attribute up through get_attribute (source paths, callables,
-        mappings) and dispatches to_representation per value, for every memory; a bulk
-        response of 1,000 memories spent more time there than in storing them. Here a
-        model field read straight off the instance is converted the way its serializer
-        field's to_representation does (int, float, str, list of str: the exact DRF
-        classes only); every other field takes DRF's own path. The output is the same
-        (tests/api/test_memories_api.py compares it with DRF's for varied memories).
-        """
-        plan = self.__dict__.get("_plan")
-        if plan is None:
-            plan = self.__dict__["_plan"] = self._representation_plan()
-        ret: dict[str, Any] = {}
-        zone = None
-        for name, attname, convert, field in plan:
-            if attname is not None:
-                value = getattr(instance, attname)
-                if value is None:
-                    ret[name] = None
-                elif convert is _ISO_DATETIME:
-                    if zone is None:
-                        zone = timezone.get_current_timezone()
-                    ret[name] = _iso_datetime(field, value, zone)
-                else:
-                    ret[name] = convert(value)
-                continue
-            try:
-                attribute = field.get_attribute(instance)
-            except SkipField:
-                continue
-            check_for_none = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
-            ret[name] = None if check_for_none is None else field.to_representation(attribute)
-        return ret
-
-    def _representation_plan(self) -> list[tuple[str, str | None, Any, serializers.Field]]:
-        plain_attributes = {field.attname for field in Memory._meta.concrete_fields}
-        plan = []
-        for field in self._readable_fields:
-            attrs = field.source_attrs
-            if len(attrs) != 1 or attrs[0] not in plain_attributes:
-                plan.append((field.field_name, None, None, field))
-                continue
-            kind = type(field)
-            if kind is serializers.IntegerField:
-                convert = int
-            elif kind is serializers.FloatField:
-                convert = float
-            elif kind is serializers.CharField:
-                convert = str
-            elif kind is serializers.ListField and type(field.child) is serializers.CharField:
-                convert = _strings_representation
-            elif _is_plain_iso_datetime(field):
-                convert = _ISO_DATETIME
-            else:
-                convert = field.to_representation
-            plan.append((field.field_name, attrs[0], convert, field))
-        return plan
-
 
 _declares(MemoryOutput, MEMORY_OUTPUT_FIELDS)
-
-
-def _strings_representation(data: Any) -> list[str | None]:
-    """ListField(child=CharField()).to_representation."""
-    return [str(item) if item is not None else None for item in data]
-
-
-def _is_plain_iso_datetime(field: serializers.Field) -> bool:
-    """A DateTimeField rendered in ISO 8601 in the current time zone (DRF's default)."""
-    return (
-        type(field) is serializers.DateTimeField
-        and settings.USE_TZ
-        and not hasattr(field, "timezone")
-        and str(getattr(field, "format", api_settings.DATETIME_FORMAT)).lower() == ISO_8601
-    )
-
-
-_ISO_DATETIME = object()  # marks the fields _iso_datetime renders
-
-
-def _iso_datetime(field: serializers.DateTimeField, value: Any, zone) -> Any:
-    """DateTimeField.to_representation for an aware datetime (what the models hold), the
-    time zone looked up once per memory rather than per value; anything else goes to DRF."""
-    if type(value) is datetime and value.utcoffset() is not None:
-        try:
-            text = value.astimezone(zone).isoformat()
-        except OverflowError:
-            return field.to_representation(value)  # DRF's own error
-        return text[:-6] + "Z" if text.endswith("+00:00") else text
-    return field.to_representation(value)
-
-
-# A serializer builds its fields by deep copy on every new instance: for MemoryCreateInput
-# and MemoryOutput that took 1 ms of a 7 ms POST /memories, against 40 us for the
-# validation and the rendering themselves. These keep one instance per thread.
-_per_thread = threading.local()
-
-
-def _instance(serializer_class: type[serializers.Serializer]) -> serializers.Serializer:
-    instances = _per_thread.__dict__.setdefault("instances", {})
-    instance = instances.get(serializer_class)
-    if instance is None:
-        instance = instances[serializer_class] = serializer_class()
-    return instance
 
 
 def validate_memory_input(data: Any) -> dict[str, Any]:
     """MemoryCreateInput(data=data).is_valid(raise_exception=True); its validated data.
 
-    Raises the same ValidationError (the same error detail) as is_valid would.
+    Raises the same ValidationError (the same error detail) as is_valid would. One
+    serializer per thread (memories.fastpaths.per_thread): the bulk create validates each
+    of its items with it.
     """
-    return dict(_instance(MemoryCreateInput).run_validation(data))
+    return dict(per_thread(MemoryCreateInput).run_validation(data))
 
 
 def memory_representation(memory: Memory, *, now=None) -> dict[str, Any]:
-    """MemoryOutput(memory, context={"now": now}).data, as a plain dict."""
-    output = _instance(MemoryOutput)
-    output._context = {"now": now} if now is not None else {}
+    """MemoryOutput(memory, context={"now": now}).data, as a plain dict, by one MemoryOutput
+    per thread (memories.fastpaths.per_thread)."""
+    output = per_thread(MemoryOutput, context={})
+    output.context.clear()
+    if now is not None:
+        output.context["now"] = now
     output.__dict__.pop("_decay_params", None)  # namespace settings are read afresh
     return output.to_representation(memory)
 

@@ -210,13 +210,8 @@ def _validate(memory: Memory, fields: Iterable[str] | None = None) -> None:
     # database enforces anyway; validating the constraints here would cost three queries
     # per memory (80% of a bulk create's time).
     if fields is None:
-        memory.full_clean(
-            exclude=["namespace", *DERIVED_FIELDS],
-            validate_constraints=False,
-        )
-        return
-    names = set(fields)
-    if names:
+        memory.full_clean(exclude=["namespace", *DERIVED_FIELDS], validate_constraints=False)
+    elif names := set(fields):
         memory.clean_fields(exclude=[f.name for f in Memory._meta.fields if f.name not in names])
 
 

@@ -4,7 +4,7 @@ A memory's code is one bit per dimension of its vector, set where the component 
 positive (48 bytes for 384 dimensions, against 1,536 for the float32 vector). The
 Hamming distance between two codes estimates the angle between the vectors, so Se ranks
 a namespace's codes against the query's code, keeps the best few hundred, and re-ranks
-only those exactly by cosine from `Memory.embedding` (recall.stages.embedding_search).
+only those exactly by cosine from `Memory.embedding` (recall.stages.embeddings.embedding_search).
 
 Codes live in `recall.EmbeddingCode` (one row per memory with a vector; a narrow table,
 so the scan never touches memories_memory's wide rows) and are written wherever vectors

@@ -22,9 +22,7 @@ def receivers(signal) -> set[str]:
 def test_it_connects_exactly_the_documented_receivers():
     assert receivers(hooks.memories_created) == {"review.receivers.cards_for_created_memories"}
     assert receivers(hooks.memories_imported) == {"recall.receivers.codes_for_imported_memories"}
-    assert receivers(hooks.memories_recalled) == {
-        "review.receivers.implicit_reviews_for_recalled"
-    }
+    assert receivers(hooks.memories_recalled) == {"review.receivers.implicit_reviews_for_recalled"}
     parts = {type(part).__qualname__: part.record_types for part in hooks.transfer_parts()}
     assert parts == {"CardsTransferPart": ("card", "review_log")}
 

@@ -1,4 +1,4 @@
-"""Time Se (recall.stages.embedding_search) on a large namespace of synthetic vectors.
+"""Time Se (recall.stages.embeddings.embedding_search) on a large namespace of synthetic vectors.
 
 The namespace (built once and reused while its parameters are unchanged) and the
 measurement are benchmarks.vectors's. Printed: p50/p95 of embedding_search as the

@@ -547,7 +547,7 @@ def _memory_writes(tree: ast.Module) -> list[tuple[int, str]]:
 
 
 def _writers() -> dict[str, list[tuple[int, str]]]:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     writers = {}
     for package in PRODUCT:
         for path in sorted((root / package).rglob("*.py")):

@@ -1,5 +1,6 @@
-"""The strict serializers' fast path (only the keys present are visited; surrogates looked
-for with a regex) validates exactly as DRF's own loop does, values and errors alike."""
+"""The memory inputs validate exactly as DRF's own Serializer.to_internal_value does, values
+and errors alike (StrictSerializer only adds the refusal of unknown keys), and hold every
+rule of the model fields."""
 
 from __future__ import annotations
 

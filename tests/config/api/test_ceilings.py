@@ -34,8 +34,8 @@ from memories import services
 from memories.consolidation import consolidation_build
 from memories.models import Classification, Memory, Relation
 from review.models import Card, StudySession
-from tests.api.routes import api_routes
 from tests.conftest import database_rows
+from tests.support.routes import api_routes
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_make_run import _free_port
+from tests.e2e.test_make_run import _free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = str(Path(sys.executable).with_name("gunicorn"))

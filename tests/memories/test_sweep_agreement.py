@@ -22,10 +22,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import DataError, connection, transaction
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from config.db import is_postgres
 from memories import services as memory_services
 from memories.boosting import (
     ColdStorageRule,
@@ -56,7 +57,7 @@ from memories.sweep import (
     sweep_run,
     thresholds_from_settings,
 )
-from tests.background.conftest import NOW, sweep_events
+from tests.support.background import NOW, sweep_events
 
 pytestmark = pytest.mark.django_db
 
@@ -94,7 +95,7 @@ def configs():
             promote_use_count=use_n,
             promote_window_days=window,
         ),
-        st.sampled_from([settings_thresholds.promote_score_min_uses, 0, 3]),
+        st.sampled_from([settings_thresholds.promote_score_min_uses, 0, 0, 3]),
         st.sampled_from([settings_thresholds.promote_use_count, 1, 2]),
         st.sampled_from([settings_thresholds.promote_window_days, 1.5]),
     )
@@ -102,7 +103,7 @@ def configs():
         lambda floor, grace, archive: ColdStorageRule(
             floor=floor, grace_days=grace, archive_after_days=archive
         ),
-        st.sampled_from([settings_cold.floor, 0.3]),
+        st.sampled_from([settings_cold.floor, 0.3, 0.0]),  # 0: a zero score is exactly on it
         st.sampled_from([settings_cold.grace_days, 0.0]),
         st.sampled_from([settings_cold.archive_after_days, 0.0, 20.0]),
     )
@@ -189,16 +190,24 @@ ANY = [
 ]
 
 
+def jittered(*moments_: datetime) -> list[datetime]:
+    return [m + j * MICROSECOND for m in moments_ for j in (-1, 0, 1)]
+
+
 @st.composite
 def worlds(draw):
+    """A config and rows of five shapes: anything, and one aimed at each rule's edges."""
     config = draw(configs())
-    t, cold = config.thresholds, config.cold
+    t, cold, core = config.thresholds, config.cold, config.core
+    window_start = t.window_start(NOW)
     thresholds = near(t.promote, t.forget, cold.floor)
     strengths = st.one_of(
         st.sampled_from([0.0, 2.0, 1.0, *thresholds]),
         # exactly at a threshold after one half-life without use (3 days, exponential)
         st.sampled_from([t.promote / 2, t.forget / 2, cold.floor / 2]),
-        st.floats(min_value=0.0, max_value=2.0),
+        # Not below 1e-12: on PostgreSQL a score that underflows float8 raises (see
+        # test_a_vanishing_score_does_not_stop_the_sweep).
+        st.floats(min_value=0.0, max_value=2.0).filter(lambda x: x == 0 or x >= 1e-12),
     )
     use_counts = st.one_of(
         st.sampled_from(
@@ -209,21 +218,96 @@ def worlds(draw):
     sessions = st.one_of(
         st.just([]), st.lists(st.sampled_from(["", "a", "b", "c", "d", " "]), max_size=5)
     )
+    stabilities = st.one_of(st.sampled_from([0.0, 1.0, *near(0.5)]), st.floats(0.0, 1.0))
+    combos = st.sampled_from(LIVE * 6 + ANY)
+
+    def general(draw) -> dict:
+        use_count = draw(use_counts)
+        last_used_at = draw(moments(config))
+        return {
+            "use_count": use_count,
+            "last_used_at": last_used_at,
+            "strength": draw(strengths),
+            "last_accessed_at": draw(st.one_of(st.none(), moments(config))),
+            "recall_timestamps": draw(st.lists(recall_texts(config), max_size=6)),
+            "touched_at": draw(st.lists(st.one_of(in_window(config), moments(config)), max_size=6)),
+            "access_count": draw(st.integers(0, 8)),
+            "stability": draw(stabilities),
+            "session_ids": draw(sessions),
+        }
+
+    def exact_score(draw) -> dict:
+        # No time since the last use (or a use in the future, which counts as none) and no
+        # use before: the score is the strength itself, exactly on a threshold or beside it.
+        return {
+            **general(draw),
+            "use_count": 0,
+            "last_used_at": NOW + draw(st.sampled_from([0, 0, 1, 10**6])) * MICROSECOND,
+            "strength": draw(st.sampled_from([t.promote, t.forget, cold.floor] * 3 + thresholds)),
+        }
+
+    def counted(draw) -> dict:
+        # Promotion by uses: the counts and times around the window's start.
+        stamps = [iso_second(window_start), iso_second(window_start - timedelta(seconds=1))]
+        use_n = t.promote_use_count
+        return {
+            **general(draw),
+            "use_count": draw(st.sampled_from([use_n - 1, use_n, use_n + 1, 0])),
+            "last_used_at": draw(st.sampled_from(jittered(window_start, NOW))),
+            "strength": draw(st.sampled_from([0.0, 0.01])),
+            "touched_at": draw(
+                st.lists(st.sampled_from(jittered(window_start) + [NOW]), max_size=use_n + 1)
+            ),
+            "recall_timestamps": draw(
+                st.lists(
+                    st.sampled_from(stamps + [stamps[0] + "+00:00", stamps[1] + ".999999"]),
+                    max_size=3,
+                )
+            ),
+        }
+
+    def floor_edge(draw) -> dict:
+        # Cold storage and archiving: the floor, the window, the grace and the archive age.
+        cold_moments = jittered(window_start, cold.archive_before(NOW))
+        return {
+            **general(draw),
+            "strength": draw(st.sampled_from([0.0, 0.0, 1e-9, 1.0])),
+            "last_used_at": draw(st.sampled_from(cold_moments)),
+            "last_accessed_at": draw(st.sampled_from([None, *jittered(cold.grace_start(NOW))])),
+        }
+
+    def core_edge(draw) -> dict:
+        # Core promotion: sessions (blank and repeated ones too), accesses and stability
+        # around the rule's minimums.
+        return {
+            **general(draw),
+            "session_ids": draw(
+                st.lists(st.sampled_from(["", "a", "b", "c"]), max_size=core.min_sessions + 1)
+            ),
+            "access_count": max(0, core.min_access_count + draw(st.sampled_from([-1, 0, 1]))),
+            "stability": min(1.0, max(0.0, draw(st.sampled_from(near(core.min_stability))))),
+        }
+
+    shapes = {
+        "general": general,
+        "exact": exact_score,
+        "counted": counted,
+        "core": core_edge,
+        "floor": floor_edge,
+    }
 
     @st.composite
     def rows(draw):
-        status, tier, storage = draw(st.sampled_from(LIVE * 6 + ANY))
-        if draw(st.integers(0, 3)) == 0:
-            # Exactly on a threshold: no time since the last use (or a use in the future,
-            # which counts as none) and no use before, so the score is the strength itself.
-            use_count = 0
-            last_used_at = NOW + draw(st.sampled_from([0, 0, 1, 10**6])) * MICROSECOND
-            strength = draw(st.sampled_from(thresholds))
-        else:
-            use_count = draw(use_counts)
-            last_used_at = draw(moments(config))
-            strength = draw(strengths)
-        never_used = use_count == 0 and draw(st.booleans())
+        shape = draw(st.sampled_from(sorted(shapes)))
+        status, tier, storage = draw(combos)
+        if shape in ("exact", "counted"):
+            status, tier, storage = draw(st.sampled_from(LIVE + LIVE[:1] * 3))
+        if shape == "floor":
+            status, tier = "promoted", draw(st.sampled_from(["long_term", "long_term", "core"]))
+            storage = draw(st.sampled_from(["hot", "cold"]))
+        columns = shapes[shape](draw)
+        never_used = columns["use_count"] == 0 and draw(st.booleans())
+        last_used_at = columns["last_used_at"]
         created_at = (
             last_used_at if never_used else last_used_at - timedelta(days=draw(st.integers(0, 30)))
         )
@@ -232,20 +316,12 @@ def worlds(draw):
             status=status,
             tier=tier,
             storage=storage,
-            use_count=use_count,
-            last_used_at=last_used_at,
             created_at=created_at,
-            strength=strength,
-            access_count=draw(st.integers(0, 8)),
-            stability=draw(st.one_of(st.sampled_from([0.0, 1.0, *near(0.5)]), st.floats(0.0, 1.0))),
-            session_ids=draw(sessions),
-            last_accessed_at=draw(st.one_of(st.none(), moments(config))),
-            recall_timestamps=draw(st.lists(recall_texts(config), max_size=6)),
-            touched_at=draw(st.lists(st.one_of(in_window(config), moments(config)), max_size=6)),
             other_events_at=draw(st.lists(moments(config), max_size=2)),
+            **columns,
         )
 
-    return config, draw(st.lists(rows(), min_size=5, max_size=30))
+    return config, draw(st.lists(rows(), min_size=10, max_size=30))
 
 
 # --- The twins, in the sweep's order -----------------------------------------------------
@@ -545,3 +621,19 @@ def test_the_edges_decide_what_they_are_named_for(namespaces):
         "cold, unused for exactly 180 days": None,
         "cold, unused for a microsecond more": ARCHIVE,
     }
+
+
+@pytest.mark.xfail(
+    is_postgres(),
+    raises=DataError,
+    strict=True,
+    reason="PostgreSQL raises 'value out of range: underflow' when the float8 product "
+    "(use_count + 1)^beta * decay * strength rounds to 0 (SQLite and Python give 0.0): "
+    "one such memory stops the sweep of its whole batch. Reported, not yet fixed.",
+)
+def test_a_vanishing_score_does_not_stop_the_sweep(remember):
+    memory = remember(days_ago=300, strength=1e-300)  # 1e-300 * 2^-100: below 5e-324
+
+    sweep_run(now=NOW)
+
+    assert sweep_events(memory).get().after["rule"] == FORGET

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
-from tests.api.servers import migrate
+from tests.support.servers import migrate
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def prepared_database(tmp_path_factory, django_db_setup, django_db_blocker) -> I
         migrate(url)
         yield url
         return
-    from tests.background.test_cluster_e2e import _pg_admin, _pg_url
+    from tests.e2e.test_cluster import _pg_admin, _pg_url
 
     name = f"engram_server_{uuid.uuid4().hex[:8]}"
     with django_db_blocker.unblock():

@@ -6,8 +6,8 @@ from array import array
 
 import pytest
 
-from recall.backfill import BackfillError, embeddings_backfill, pending_embeddings
 from memories.models import BackgroundRun, Memory
+from recall.backfill import BackfillError, embeddings_backfill, pending_embeddings
 
 pytestmark = pytest.mark.django_db
 

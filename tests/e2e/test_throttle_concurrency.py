@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.api.servers import Gunicorn, new_token, server_env
+from tests.support.servers import Gunicorn, new_token, server_env
 
 pytestmark = pytest.mark.slow
 

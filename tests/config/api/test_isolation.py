@@ -17,8 +17,8 @@ from rest_framework.test import APIClient
 from memories import services
 from memories.models import BackgroundRun, Classification, Consolidation
 from memories.transfer import namespace_export
-from tests.api.routes import api_routes
 from tests.conftest import database_rows
+from tests.support.routes import api_routes
 
 pytestmark = pytest.mark.django_db
 

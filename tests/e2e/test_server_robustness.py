@@ -11,7 +11,7 @@ import urllib.parse
 import pytest
 from django.db import connection
 
-from tests.api.servers import Gunicorn, new_token, server_env
+from tests.support.servers import Gunicorn, new_token, server_env
 
 pytestmark = pytest.mark.slow
 
@@ -68,6 +68,8 @@ def test_gunicorn_reads_a_chunked_body_and_refuses_one_over_the_limit(prepared_d
         assert status == 201, imported
         assert imported["counts"]["memory"] == 1
 
+        listing = f"/api/v1/memories?namespace={slug}&limit=100"
+        _, _, stored = _send(server.url, "GET", listing, None, auth)
         big = json.dumps({"namespace": slug, "content": "x" * 5000}).encode()
         status, _, refused = _send(
             server.url,
@@ -79,10 +81,14 @@ def test_gunicorn_reads_a_chunked_body_and_refuses_one_over_the_limit(prepared_d
         )
         assert status == 413
         assert refused["error"]["limit"] == "API_MAX_BODY_BYTES"
+        _, _, after = _send(server.url, "GET", listing, None, auth)
+        assert after["results"] == stored["results"]  # nothing written
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_server_that_cannot_end_a_chunked_body_answers_411(live_server, user, make_token):
+def test_a_server_that_cannot_end_a_chunked_body_answers_411(
+    live_server, user, make_token, nothing_written
+):
     # Django's own server (runserver, the live test server) sets no wsgi.input_terminated.
     # The whole request goes out in one write: the server answers 411 from the headers and
     # may close before a client sending chunk by chunk is done (a broken pipe, not an answer).
@@ -99,7 +105,10 @@ def test_a_server_that_cannot_end_a_chunked_body_answers_411(live_server, user, 
         + payload
         + b"\r\n0\r\n\r\n"
     )
-    with socket.create_connection((address.hostname, address.port), timeout=60) as sock:
+    with (
+        nothing_written(),
+        socket.create_connection((address.hostname, address.port), timeout=60) as sock,
+    ):
         sock.sendall(request)
         response = http.client.HTTPResponse(sock)
         response.begin()

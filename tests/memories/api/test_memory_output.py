@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from memories import serializers as s
 from memories import services
+from memories.fastpaths import per_thread
 from memories.models import Classification, Memory, Namespace
 
 
@@ -108,7 +109,7 @@ def test_each_thread_has_its_own_renderer_and_validator():
     seen = []
 
     def grab():
-        seen.append((s._instance(s.MemoryOutput), s._instance(s.MemoryCreateInput)))
+        seen.append((per_thread(s.MemoryOutput), per_thread(s.MemoryCreateInput)))
 
     threads = [threading.Thread(target=grab) for _ in range(2)]
     for thread in threads:
@@ -118,4 +119,4 @@ def test_each_thread_has_its_own_renderer_and_validator():
     grab()
     assert len({id(output) for output, _ in seen}) == 3
     assert len({id(validator) for _, validator in seen}) == 3
-    assert s._instance(s.MemoryOutput) is seen[-1][0]
+    assert per_thread(s.MemoryOutput) is seen[-1][0]

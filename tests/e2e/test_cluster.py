@@ -27,7 +27,7 @@ import pytest
 from django.db import connection
 
 from memories.tasks import SCHEDULES
-from tests.api.servers import manage
+from tests.support.servers import manage
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

@@ -24,7 +24,7 @@ from memories.tasks import (
     schedules_setup,
     sweep_enqueue,
 )
-from tests.background.conftest import state
+from tests.support.background import state
 
 pytestmark = pytest.mark.django_db
 

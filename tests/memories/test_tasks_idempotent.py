@@ -24,7 +24,7 @@ from review.models import Card, ReviewLog
 from review.services import cards_create_for_namespace
 from review.simulation import simulate_quality
 from review.worker import simulated_draw, simulated_recall_run
-from tests.background.conftest import NOW, requires_postgresql
+from tests.support.background import NOW, requires_postgresql
 
 SMALL_BATCHES = SweepConfig.from_settings(batch_size=40, purge_batch_size=7)
 

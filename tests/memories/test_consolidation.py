@@ -25,7 +25,7 @@ from memories.consolidation import (
 )
 from memories.models import BackgroundRun, Consolidation, Memory
 from memories.tasks import consolidation_digests
-from tests.background.conftest import NOW
+from tests.support.background import NOW
 
 DAY = date(2025, 3, 9)  # the Sunday before NOW
 

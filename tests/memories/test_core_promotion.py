@@ -9,7 +9,7 @@ import pytest
 from memories.boosting import CorePromotionRule, should_promote_to_core
 from memories.models import Memory, MemoryEvent
 from memories.sweep import SweepConfig, sweep_run
-from tests.background.conftest import NOW, state, sweep_events
+from tests.support.background import NOW, state, sweep_events
 
 pytestmark = pytest.mark.django_db
 
