@@ -200,7 +200,9 @@ def worlds(draw):
     config = draw(configs())
     t, cold, core = config.thresholds, config.cold, config.core
     window_start = t.window_start(NOW)
-    thresholds = near(t.promote, t.forget, cold.floor)
+    # Strengths on and beside each threshold (a strength is within [0, 2], and not a
+    # denormal: see the filter below).
+    thresholds = [x for x in near(t.promote, t.forget, cold.floor) if x == 0 or 1e-12 <= x <= 2]
     strengths = st.one_of(
         st.sampled_from([0.0, 2.0, 1.0, *thresholds]),
         # exactly at a threshold after one half-life without use (3 days, exponential)
