@@ -7,7 +7,7 @@ CorePromotionRule and ColdStorageRule declare the defaults of the CORE_*, COLD_*
 ARCHIVE_COLD_AFTER_DAYS settings, once (config/settings.py reads them from here).
 should_promote_to_core, should_move_to_cold and should_archive are the specification of the
 decay sweep's core, cold and archive rules (memories/sweep.py decides in SQL;
-tests/background/test_sweep_agreement.py checks that the two decide identically).
+tests/memories/test_sweep_agreement.py checks that the two decide identically).
 """
 
 from __future__ import annotations

@@ -235,12 +235,7 @@ def _sqlite_variable_limit(connection) -> int:
 def _insert_sqlite(connection, cursor, opts, fields, rows: list[list], *, ids: bool) -> list[int]:
     qn = connection.ops.quote_name
     columns = ", ".join(qn(field.column) for field in fields)
-    # Django's cursor turns each "%s" into sqlite3's "?" with a regex substitution, over
-    # thousands of them per statement here; unless queries are being logged or wrapped,
-    # the statement is written with "?" and run on the sqlite3 cursor itself.
-    direct = not connection.queries_logged and not connection.execute_wrappers
-    mark = "?" if direct else "%s"
-    placeholders = "(" + ", ".join([mark] * len(fields)) + ")"
+    placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
     per_statement = max(1, _sqlite_variable_limit(connection) // len(fields))
     returning = f" RETURNING {qn(opts.pk.column)}" if ids else ""
     new_ids: list[int] = []
@@ -249,11 +244,7 @@ def _insert_sqlite(connection, cursor, opts, fields, rows: list[list], *, ids: b
         values = ", ".join([placeholders] * len(chunk))
         sql = f"INSERT INTO {qn(opts.db_table)} ({columns}) VALUES {values}{returning}"
         params = [value for row in chunk for value in row]
-        if direct:
-            with connection.wrap_database_errors:
-                sqlite3.Cursor.execute(cursor.cursor, sql, params)
-        else:
-            cursor.execute(sql, params)
+        cursor.execute(sql, params)
         if ids:
             new_ids += sorted(row[0] for row in cursor.fetchall())
     return new_ids

@@ -8,7 +8,7 @@ DecayParams and Thresholds declare the defaults, once: config/settings.py takes 
 DECAY_*, FORGET_*, PROMOTE_* and REVIEW_DANGER_ZONE_* defaults from them, and
 memories.sweep builds them from those settings. should_promote and should_forget are the
 specification of the decay sweep's promote and forget rules (memories/sweep.py decides in
-SQL; tests/background/test_sweep_agreement.py checks, on both engines, that the two decide
+SQL; tests/memories/test_sweep_agreement.py checks, on both engines, that the two decide
 identically for generated rows).
 """
 

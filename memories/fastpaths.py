@@ -1,30 +1,37 @@
-"""Fast paths: code that does what DRF or Django would do, faster. Each is kept only because
-it buys at least 10 % of the time of a request it serves, and each answers exactly as the
+"""Fast paths: code that does what DRF or Django would do, faster. Each is kept because it
+buys at least 10 % of the time of a request it serves, and each answers exactly as the
 library does (tests/memories/test_fastpaths.py compares them on generated inputs).
 
-Measured 2026-11-24: the Django test client against a fresh test database, the fast path
-and the library path (the same request with this module's code swapped for DRF's or
-Django's) alternated request by request, medians of 21 to 84 samples; SQLite as process
-CPU time (the database runs in the process), PostgreSQL on 127.0.0.1 as wall time. Each
-figure is the time the fast path saves, as a share of the request by the library path:
+Measured 2026-11-24 (Django 5.2, DRF 3.18): the Django test client against a new test
+database, each request timed with the fast path and with the library's code swapped in,
+alternately, in 31 pairs (124 for the list, over 1,000 memories; 62 for a create, each the
+mean of 10); SQLite as process CPU time (the database runs in the process), PostgreSQL 15
+on 127.0.0.1 as wall time. Each figure is what the fast path saves, as a share of the
+request by the library's path (median against median). The machine (2 cores) was shared
+with other work: a figure moves by up to 7 points between runs; earlier runs in brackets.
 
-=============================================  =========================  ========  ==========
-fast path                                      request                    SQLite    PostgreSQL
-=============================================  =========================  ========  ==========
-PlannedRepresentation (MemoryOutput)           GET /memories?limit=100    26.0 %    {LIST_PG}
-                                               POST /memories/bulk 1,000  13.0 %    {BULK_OUT_PG}
-                                               POST /memories             8.7 %     {CREATE_OUT_PG}
-per_thread MemoryOutput (memory_representation)  POST /memories          15.0 %    {CREATE_PT_PG}
-per_thread MemoryCreateInput                   POST /memories             4.6 %     {CREATE_IN_PG}
-(validate_memory_input)                        POST /memories/bulk 1,000  53 % against a new
-                                                                          serializer per item
-=============================================  =========================  ========  ==========
+    fast path (where it serves)                    request         SQLite     PostgreSQL
+    PlannedRepresentation (MemoryOutput)           list 100        25.4 (26.0)  19.0 (19.8)
+                                                   bulk 1,000       8.3 (13.0)  17.4 (8.3)
+    per_thread(MemoryOutput): memory_representation  create        15.7 (15.0)  10.2 (12.1, 14.7)
+    per_thread(MemoryCreateInput):                 create          13.6 (4.6)   13.9 (-6.0)
+      validate_memory_input (the bulk view validates every item with it: a new serializer
+      per item would cost 53 % of a bulk create of 1,000)
+    column_preparer (memories.bulk)                bulk 1,000       6.0 (12.8, 13.2)
+                                                                                16.7 (12.4, 13.0)
 
-Removed the same day, as buying less than 10 % (the library's code runs instead):
-StrictSerializer's loop over only the keys present (1.5 % of a bulk create of 1,000, 0.8 %
-of a create, on SQLite), the regex pre-check of DRF's surrogate validator (5.1 %, 2.0 %),
-services._MemoryTemplate, Memory(*row) instead of Memory(**fields) (4.1 %, -2.7 %), and
-services._validate's copy of Model.clean_fields (clean_fields itself now).
+    (%; list 100: GET /memories?limit=100, bulk 1,000: POST /memories/bulk of 1,000
+    memories, create: POST /memories)
+
+Removed the same day, as buying less than 10 % (the library's code runs instead), figures
+for POST /memories/bulk of 1,000 and POST /memories, SQLite then PostgreSQL:
+StrictSerializer's loop over only the keys present (bulk 5.5 % (1.5, 12.8) and 13.4 % (3.6);
+by CPU time of the validation alone, 63 and 77 ms of about 1 s; create -1.6 % and 1.8 %),
+the regex pre-check of DRF's surrogate validator (bulk -2.6 % and 2.3 %, create 3.7 % and
+-1.4 %), services._MemoryTemplate, Memory(*row) for Memory(**fields) (bulk 5.6 % and
+1.3 %, create 3.5 % and -0.7 %), bulk._insert_sqlite's statements run on the sqlite3
+cursor past Django's (bulk 3.7 %, SQLite only), and services._validate's copy of
+Model.clean_fields (the same loop; clean_fields itself now).
 """
 
 from __future__ import annotations

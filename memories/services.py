@@ -89,7 +89,7 @@ EMBEDDING_FIELDS = ("embedding", "embedding_model")
 
 
 def in_model_order(names: Iterable[str]) -> tuple[str, ...]:
-    """The named memory fields in Memory's order (the order exports have always had)."""
+    """The named memory fields in Memory's order (the order of exports and the API output)."""
     wanted = set(names)
     return tuple(field.name for field in Memory._meta.concrete_fields if field.name in wanted)
 

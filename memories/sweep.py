@@ -22,7 +22,7 @@ transaction. The rules, first match wins:
   cold storage: recall's fast stages skip it, an association link brings it back.
 
 Each rule's specification is a pure function, and the SQL decides identically (for any row,
-on both engines: tests/background/test_sweep_agreement.py generates rows and compares):
+on both engines: tests/memories/test_sweep_agreement.py generates rows and compares):
 core is boosting.should_promote_to_core, promote decay.should_promote (its uses in the
 window counted as decay.count_uses_in_window counts them), forget decay.should_forget,
 archive boosting.should_archive and cold boosting.should_move_to_cold (both on
