@@ -29,6 +29,11 @@ TIER_CORE = "core"
 STATUS_ACTIVE = "active"
 STATUS_PROMOTED = "promoted"
 
+# A score below this is 0: a memory that far gone is gone. It also keeps the database's float8
+# arithmetic (memories.sweep computes the score in SQL) off the numbers PostgreSQL refuses to
+# round to 0 ("value out of range: underflow").
+SCORE_FLOOR = 1e-300
+
 DecayModel = Literal["exponential", "power_law", "two_component"]
 DECAY_MODELS: tuple[str, ...] = ("exponential", "power_law", "two_component")
 
@@ -172,9 +177,11 @@ def decay_score(
 def decay_score_after(
     *, use_count: int, dt_seconds: float, strength: float, params: DecayParams
 ) -> float:
-    """decay_score given the seconds since the last use (recall ranks on epoch seconds)."""
+    """decay_score given the seconds since the last use (recall ranks on epoch seconds); a
+    score below SCORE_FLOOR is 0."""
     require_finite("strength", strength)
-    return (max(0, use_count) + 1) ** params.beta * decay_factor(dt_seconds, params) * strength
+    score = (max(0, use_count) + 1) ** params.beta * decay_factor(dt_seconds, params) * strength
+    return score if score >= SCORE_FLOOR else 0.0
 
 
 def iso_second(moment: datetime) -> str:

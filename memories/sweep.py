@@ -55,7 +55,7 @@ from django.utils import timezone
 
 from config.db import is_postgres, is_sqlite, pick
 from memories.boosting import ColdStorageRule, CorePromotionRule
-from memories.decay import DecayParams, Thresholds, iso_second
+from memories.decay import SCORE_FLOOR, DecayParams, Thresholds, iso_second
 from memories.models import Memory, MemoryEvent, Namespace
 
 # Rule names, as stored in the event's after["rule"] and counted in SweepReport; RULES is
@@ -276,8 +276,11 @@ def _keep() -> str:
 
 
 def scored_memories_sql(*, where: str, columns: tuple[str, ...] = ()) -> str:
-    """CTEs ns, base and scored, to follow p (from params_cte): the memories `where`
-    selects (SQL on alias m) with their seed 003 score at p.now_ts, computed in float8.
+    """CTEs ns, base, terms, logs and scored, to follow p (from params_cte): the memories
+    `where` selects (SQL on alias m) with their seed 003 score at p.now_ts, computed in
+    float8 as the exp of its logarithm (terms and logs), never as the product: PostgreSQL
+    raises where a product or an exp underflows to 0, so a score that does is SCORE_FLOOR's
+    0 before it is computed, as decay.decay_score_after makes it.
 
     Each memory gets its namespace's decay model and parameters (columns of
     memories_namespace), the global settings in p filling the empty ones. scored has the
@@ -336,17 +339,38 @@ def scored_memories_sql(*, where: str, columns: tuple[str, ...] = ()) -> str:
         WHERE {where}
         {keep}
     ),
-    scored AS (
+    terms AS (
         SELECT b.*,
-            power(CAST(b.use_count + 1 AS {f8}), b.beta)
-            * CASE b.model
-                WHEN 'power_law' THEN power({num(1.0)} + b.dt / b.t0, -b.alpha)
-                WHEN 'two_component' THEN
-                    b.w * {exp("-b.lf * b.dt")} + ({num(1.0)} - b.w) * {exp("-b.ls * b.dt")}
-                ELSE {exp("-b.lam * b.dt")}
-              END
-            * b.strength AS score
+            CASE WHEN b.model = 'two_component' AND b.w > 0
+                THEN ln(b.w) - b.lf * b.dt END AS ln_fast,
+            CASE WHEN b.model = 'two_component' AND b.w < 1
+                THEN ln({num(1.0)} - b.w) - b.ls * b.dt END AS ln_slow
         FROM base b
+        {keep}
+    ),
+    logs AS (
+        SELECT t.*,
+            CASE WHEN t.strength > 0 THEN
+                t.beta * ln(CAST(t.use_count + 1 AS {f8})) + ln(t.strength) + CASE t.model
+                    WHEN 'power_law' THEN -t.alpha * ln({num(1.0)} + t.dt / t.t0)
+                    WHEN 'two_component' THEN CASE
+                        WHEN t.ln_fast IS NULL THEN t.ln_slow
+                        WHEN t.ln_slow IS NULL THEN t.ln_fast
+                        WHEN t.ln_fast >= t.ln_slow THEN t.ln_fast
+                            + ln({num(1.0)} + {exp("t.ln_slow - t.ln_fast")})
+                        ELSE t.ln_slow + ln({num(1.0)} + {exp("t.ln_fast - t.ln_slow")})
+                      END
+                    ELSE -t.lam * t.dt
+                  END
+            END AS ln_score
+        FROM terms t
+        {keep}
+    ),
+    scored AS (
+        SELECT l.*,
+            CASE WHEN l.ln_score IS NULL OR l.ln_score < {num(math.log(SCORE_FLOOR))}
+                THEN {num(0.0)} ELSE exp(l.ln_score) END AS score
+        FROM logs l
         {keep}
     )"""
 

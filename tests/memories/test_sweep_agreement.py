@@ -22,11 +22,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import pytest
-from django.db import DataError, connection, transaction
+from django.db import connection, transaction
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from config.db import is_postgres
 from memories import services as memory_services
 from memories.boosting import (
     ColdStorageRule,
@@ -200,16 +199,15 @@ def worlds(draw):
     config = draw(configs())
     t, cold, core = config.thresholds, config.cold, config.core
     window_start = t.window_start(NOW)
-    # Strengths on and beside each threshold (a strength is within [0, 2], and not a
-    # denormal: see the filter below).
-    thresholds = [x for x in near(t.promote, t.forget, cold.floor) if x == 0 or 1e-12 <= x <= 2]
+    # Strengths on and beside each threshold (a strength is within [0, 2]).
+    thresholds = [x for x in near(t.promote, t.forget, cold.floor) if 0 <= x <= 2]
     strengths = st.one_of(
         st.sampled_from([0.0, 2.0, 1.0, *thresholds]),
         # exactly at a threshold after one half-life without use (3 days, exponential)
         st.sampled_from([t.promote / 2, t.forget / 2, cold.floor / 2]),
-        # Not below 1e-12: on PostgreSQL a score that underflows float8 raises (see
-        # test_a_vanishing_score_does_not_stop_the_sweep).
-        st.floats(min_value=0.0, max_value=2.0).filter(lambda x: x == 0 or x >= 1e-12),
+        # denormals included: a score that underflows float8 must not stop the sweep
+        st.floats(min_value=0.0, max_value=2.0),
+        st.sampled_from([5e-324, 1e-310, 1e-300, 1.0000001e-300, 1e-150]),
     )
     use_counts = st.one_of(
         st.sampled_from(
@@ -625,17 +623,36 @@ def test_the_edges_decide_what_they_are_named_for(namespaces):
     }
 
 
-@pytest.mark.xfail(
-    is_postgres(),
-    raises=DataError,
-    strict=True,
-    reason="PostgreSQL raises 'value out of range: underflow' when the float8 product "
-    "(use_count + 1)^beta * decay * strength rounds to 0 (SQLite and Python give 0.0): "
-    "one such memory stops the sweep of its whole batch. Reported, not yet fixed.",
-)
 def test_a_vanishing_score_does_not_stop_the_sweep(remember):
     memory = remember(days_ago=300, strength=1e-300)  # 1e-300 * 2^-100: below 5e-324
 
     sweep_run(now=NOW)
 
     assert sweep_events(memory).get().after["rule"] == FORGET
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        {"decay_model": "exponential", "decay_half_life_days": 0.001},
+        {"decay_model": "power_law", "decay_power_alpha": 1e15, "decay_beta": 2.0},
+        {"decay_model": "power_law", "decay_power_alpha": 0.01},
+        *(
+            {"decay_model": "two_component", "decay_fast_weight": w}
+            for w in (0.0, 1.0, 5e-324, math.nextafter(1.0, 0), 1e-200)
+        ),
+    ],
+    ids=str,
+)
+def test_extreme_decay_parameters_and_vanishing_strengths_agree(user, model):
+    """Where float8 arithmetic underflows (PostgreSQL raises where SQLite and Python give
+    0): the namespace's decay at its bounds, strengths down to the smallest denormal."""
+    namespace = memory_services.namespace_create(owner=user, name="Extreme", **model)
+    rows = [
+        edge(strength=strength, last_used_at=NOW - age, use_count=uses, tier=tier, status=status)
+        for strength in (5e-324, 1e-310, 1e-300, 1e-150, 1e-12, 0.05, 2.0)
+        for age in (timedelta(0), timedelta(seconds=1), timedelta(days=3), timedelta(days=30000))
+        for uses in (0, 10**6)
+        for status, tier in (("active", "short_term"), ("promoted", "long_term"))
+    ]
+    check_agreement(SweepConfig.from_settings(), rows, [namespace])
