@@ -9,7 +9,12 @@ statement is a temporary failure (503).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Literal
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
 
 IntegrityKind = Literal["unique", "check", "not_null", "foreign_key", "other"]
 
@@ -51,3 +56,22 @@ def integrity_kind(exc: BaseException) -> IntegrityKind:
 
 def is_statement_timeout(exc: BaseException) -> bool:
     return sqlstate(exc) == STATEMENT_TIMEOUT_SQLSTATE
+
+
+@contextmanager
+def unique_or(field: str, message: str) -> Iterator[None]:
+    """Run an insert in a savepoint; a unique violation becomes {field: message}.
+
+    The check before an insert ("already exists?") cannot see a concurrent writer's row
+    until it commits, so two racing duplicates both pass it; the unique constraint stops
+    the second, and this gives it the answer a sequential duplicate gets instead of an
+    IntegrityError (a 500). The savepoint keeps a caller's transaction usable. Other
+    integrity errors (check, not-null, foreign key) pass through unchanged.
+    """
+    try:
+        with transaction.atomic():
+            yield
+    except IntegrityError as error:
+        if integrity_kind(error) != "unique":
+            raise
+        raise ValidationError({field: message}) from error

@@ -30,7 +30,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from memories.models import Classification, Consolidation, Memory, Namespace
-from memories.sweep import SweepConfig, params_cte, scored_memories_sql
+from memories.score_sql import params_cte, scored_memories_sql
+from memories.sweep import SweepConfig
 
 PERIODS = (
     Consolidation.Period.DAILY.value,

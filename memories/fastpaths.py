@@ -31,7 +31,7 @@ the regex pre-check of DRF's surrogate validator (bulk -2.6 % and 2.3 %, create 
 -1.4 %), services._MemoryTemplate, Memory(*row) for Memory(**fields) (bulk 5.6 % and
 1.3 %, create 3.5 % and -0.7 %), bulk._insert_sqlite's statements run on the sqlite3
 cursor past Django's (bulk 3.7 %, SQLite only), and services._validate's copy of
-Model.clean_fields (the same loop; clean_fields itself now).
+Model.clean_fields (the same loop; memory_validate calls clean_fields itself now).
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from config.db import pick
 from memories.auth import Scope
 from memories.models import Memory
 from memories.plots import Threshold
-from memories.sweep import SweepConfig, params_cte, scored_memories_sql
+from memories.score_sql import params_cte, scored_memories_sql
+from memories.sweep import SweepConfig
 
 # The status filter's value for "every status, forgotten ones included".
 ANY_STATUS = "any"

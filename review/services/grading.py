@@ -19,7 +19,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from memories.models import LIVE_STATUSES, Memory, MemoryEvent
-from memories.services import memory_touch
+from memories.services import memory_event_record, memory_touch
 from review.models import CARD_STATE_FIELDS, Card, ReviewLog, StudySession, StudySessionItem
 from review.selectors import card_state, scheduler_for
 from review.services.errors import GradeConflict, InvalidGrade, InvalidRequest, NothingToUndo
@@ -173,8 +173,9 @@ def card_grade(
             session=session,
             reviewed_at=now,
         )
-        _record_graded(
+        memory_event_record(
             memory=memory,
+            kind=MemoryEvent.Kind.GRADED,
             before={"utility": utility_before, "next_review": before["next_review"]},
             after={
                 "utility": memory.utility,
@@ -203,30 +204,6 @@ def _conflict(card_id: int) -> GradeConflict:
         f"Card #{card_id} was changed by another review since you loaded it "
         f"(it is now at version {version}); reload it and grade again.",
         field="version",
-    )
-
-
-def _record_graded(
-    *,
-    memory: Memory,
-    before: dict[str, Any],
-    after: dict[str, Any],
-    actor: Any,
-    source: str,
-    now: datetime,
-) -> MemoryEvent:
-    # Mirrors memories.services._record: review cannot add to that module.
-    return MemoryEvent.objects.create(
-        namespace_id=memory.namespace_id,
-        memory=memory,
-        memory_ref=memory.pk,
-        kind=MemoryEvent.Kind.GRADED,
-        before=before,
-        after=after,
-        actor=actor,
-        source=source,
-        classification=memory.classification,
-        created_at=now,
     )
 
 
@@ -273,8 +250,9 @@ def card_undo(*, card: Card, user: Any = None, now: datetime | None = None) -> R
     log.save(update_fields=["undone_at"])
     if log.session_id is not None:
         _session_item_reopen(log=log)
-    _record_graded(
+    memory_event_record(
         memory=memory,
+        kind=MemoryEvent.Kind.GRADED,
         before={"utility": utility_now, "next_review": log.state_after.get("next_review")},
         after={
             "utility": memory.utility,

@@ -42,6 +42,7 @@ from memories.decay import (
     should_promote,
 )
 from memories.models import Memory, MemoryEvent, Namespace
+from memories.score_sql import params_cte, scored_memories_sql
 from memories.sweep import (
     ARCHIVE,
     COLD,
@@ -51,8 +52,6 @@ from memories.sweep import (
     RULES,
     SweepConfig,
     cold_rule_from_settings,
-    params_cte,
-    scored_memories_sql,
     sweep_run,
     thresholds_from_settings,
 )

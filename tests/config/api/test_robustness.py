@@ -18,6 +18,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from config import jsonparse
 from config.api import exception_handler
+from config.dberrors import unique_or
 from memories import services
 from memories.models import Association, Namespace
 from tests.conftest import database_rows
@@ -196,12 +197,12 @@ def test_an_association_slipping_past_the_check_gets_the_sequential_answer(
     assert raced.json()["error"]["fields"] == {"target": ["These memories are already linked."]}
 
 
-def test_the_service_helper_keeps_the_callers_transaction_usable(user, namespace):
+def test_unique_or_keeps_the_callers_transaction_usable(user, namespace):
     taken = "You already have a namespace with this slug."
     with transaction.atomic():
         with (
             pytest.raises(ValidationError, match="already have"),
-            services._unique_or("slug", taken),
+            unique_or("slug", taken),
         ):
             Namespace.objects.create(owner=user, name="Again", slug=namespace.slug)
         # The savepoint was rolled back, not the transaction: it can go on.

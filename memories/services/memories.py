@@ -1,108 +1,31 @@
-"""Writes to memories. Every write is atomic, keyword-only and records a history event."""
+"""Writes to memories: build, create (one or in bulk), update, forget, restore, purge, touch
+and promote. Every write is atomic, keyword-only and records a history event."""
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Least
 from django.utils import timezone
-from django.utils.text import slugify
 
-from config.dberrors import integrity_kind
 from memories.bulk import insert_new, insert_rows, writer
 from memories.hooks import memories_created
-from memories.models import (
-    ApiToken,
-    Association,
-    Classification,
-    Entity,
-    Memory,
-    MemoryEvent,
-    Namespace,
-    Relation,
+from memories.models import Classification, Memory, MemoryEvent, Namespace, Relation
+from memories.services.fields import (
+    DERIVED_FIELDS,
+    EDITABLE_FIELDS,
+    SNAPSHOT_FIELDS,
+    TEXT_FIELDS,
 )
 from memories.signatures import simhash_folded
 from memories.text import fold
 
-# A memory's fields by who writes them: the one declaration every list of memory fields is
-# built from (the API's input and output, the admin, the export, the dashboard form), each
-# list as these groups plus or minus named sets; tests/memories/test_field_lists.py pins
-# every list and checks that the groups are exactly Memory's fields.
-#
-# Set by a caller on create and changed on update.
-EDITABLE_FIELDS = (
-    "content",
-    "content_original",
-    "language",
-    "keywords",
-    "topic",
-    "cue",
-    "memory_type",
-    "tier",
-    "classification",
-    "strength",
-    "utility",
-    "confidence",
-    "emotion_score",
-    "emotion_tags",
-    "trust",
-    "credibility",
-    "relevance_score",
-    "importance_flags",
-    "expires_at",
-)
-# Set once, on create: the id and namespace by the server, created_at by a caller or now.
-IDENTITY_FIELDS = ("id", "namespace", "created_at")
-# The server's: lifecycle, reinforcement counters and their times.
-SERVER_FIELDS = (
-    "storage",
-    "status",
-    "status_changed_at",
-    "promoted_at",
-    "forgotten_at",
-    "forgotten_reason",
-    "forgotten_score",
-    "stability",
-    "use_count",
-    "last_used_at",
-    "access_count",
-    "last_accessed_at",
-    "recall_count",
-    "last_recalled_at",
-    "recall_timestamps",
-    "session_ids",
-    "updated_at",
-)
-# Computed from the text by every write of it (_derive), never supplied.
-DERIVED_FIELDS = ("search_text", "search_original", "signature")
-# The vector: written by the embedding backfill, carried by exports.
-EMBEDDING_FIELDS = ("embedding", "embedding_model")
-
-
-def in_model_order(names: Iterable[str]) -> tuple[str, ...]:
-    """The named memory fields in Memory's order (the order of exports and the API output)."""
-    wanted = set(names)
-    return tuple(field.name for field in Memory._meta.concrete_fields if field.name in wanted)
-
-
-# What history records of a memory: everything a person could want to see change.
-SNAPSHOT_FIELDS = (
-    *EDITABLE_FIELDS,
-    "status",
-    "storage",
-    "stability",
-    "use_count",
-    "forgotten_reason",
-)
 _EDITABLE = frozenset(EDITABLE_FIELDS)
 # Set on every new memory by memory_build, whatever the caller passed.
 _ALWAYS_SUPPLIED = ("content", "keywords", "created_at", "last_used_at")
@@ -110,26 +33,7 @@ STRENGTH_BOOST_FACTOR = 1.1
 MAX_STRENGTH = 2.0
 
 
-@contextmanager
-def _unique_or(field: str, message: str) -> Iterator[None]:
-    """Run an insert in a savepoint; a unique violation becomes {field: message}.
-
-    The check before an insert ("already exists?") cannot see a concurrent writer's row
-    until it commits, so two racing duplicates both pass it; the unique constraint stops
-    the second, and this gives it the answer a sequential duplicate gets instead of an
-    IntegrityError (a 500). The savepoint keeps a caller's transaction usable. Other
-    integrity errors (check, not-null, foreign key) pass through unchanged.
-    """
-    try:
-        with transaction.atomic():
-            yield
-    except IntegrityError as error:
-        if integrity_kind(error) != "unique":
-            raise
-        raise ValidationError({field: message}) from error
-
-
-def _snapshot(memory: Memory, fields: Iterable[str] = SNAPSHOT_FIELDS) -> dict[str, Any]:
+def memory_snapshot(memory: Memory, fields: Iterable[str] = SNAPSHOT_FIELDS) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for field in fields:
         value = getattr(memory, field)
@@ -141,7 +45,7 @@ def _snapshot(memory: Memory, fields: Iterable[str] = SNAPSHOT_FIELDS) -> dict[s
     return data
 
 
-def _record(
+def memory_event_record(
     *,
     memory: Memory,
     kind: str,
@@ -177,7 +81,7 @@ def _clean_keywords(keywords: Any) -> list[str]:
     return [k.strip() for k in keywords if k.strip()]
 
 
-def _derive(memory: Memory) -> None:
+def memory_derive(memory: Memory) -> None:
     """Compute what every write of the text must recompute: search fields and signature."""
     keywords = " ".join(memory.keywords)
     memory.search_text = fold(f"{memory.content} {keywords}".strip())
@@ -186,10 +90,7 @@ def _derive(memory: Memory) -> None:
     memory.signature = simhash_folded(memory.search_text, bits=settings.SIGNATURE_BITS)
 
 
-TEXT_FIELDS = ("content", "content_original", "language", "topic", "embedding_model")
-
-
-def _validate(memory: Memory, fields: Iterable[str] | None = None) -> None:
+def memory_validate(memory: Memory, fields: Iterable[str] | None = None) -> None:
     """Refuse blank content and NUL characters, then run model field validation.
 
     `fields` limits field validation to the fields a caller supplied; a new memory's other
@@ -215,11 +116,6 @@ def _validate(memory: Memory, fields: Iterable[str] | None = None) -> None:
         memory.clean_fields(exclude=[f.name for f in Memory._meta.fields if f.name not in names])
 
 
-def _new_memory(namespace: Namespace, values: dict[str, Any]) -> Memory:
-    """An unsaved memory of the namespace with these field values (Model.__init__'s own)."""
-    return Memory(namespace=namespace, **values)
-
-
 def memory_build(
     *,
     namespace: Namespace,
@@ -240,18 +136,16 @@ def memory_build(
     if unknown:
         raise ValidationError({name: "Unknown field." for name in sorted(unknown)})
     now = created_at or timezone.now()
-    memory = _new_memory(
-        namespace,
-        {
-            **fields,
-            "content": content,
-            "keywords": _clean_keywords(keywords),
-            "created_at": now,
-            "last_used_at": now,
-        },
+    memory = Memory(
+        namespace=namespace,
+        **fields,
+        content=content,
+        keywords=_clean_keywords(keywords),
+        created_at=now,
+        last_used_at=now,
     )
-    _validate(memory, fields=() if prevalidated else (*_ALWAYS_SUPPLIED, *fields))
-    _derive(memory)
+    memory_validate(memory, fields=() if prevalidated else (*_ALWAYS_SUPPLIED, *fields))
+    memory_derive(memory)
     return memory
 
 
@@ -278,10 +172,10 @@ def memory_create(
         **fields,
     )
     memory.save(force_insert=True)
-    _record(
+    memory_event_record(
         memory=memory,
         kind=MemoryEvent.Kind.CREATED,
-        after=_snapshot(memory),
+        after=memory_snapshot(memory),
         actor=actor,
         source=source,
         now=memory.created_at,
@@ -306,15 +200,15 @@ def memory_update(
     changed = [field for field, value in changes.items() if getattr(locked, field) != value]
     if not changed:
         return locked
-    before = _snapshot(locked, changed)
+    before = memory_snapshot(locked, changed)
     level_before = locked.classification
     for field in changed:
         value = changes[field]
         setattr(locked, field, _clean_keywords(value) if field == "keywords" else value)
-    _validate(locked)
+    memory_validate(locked)
     update_fields = [*changed, "updated_at"]
     if {"content", "content_original", "keywords"} & set(changed):
-        _derive(locked)
+        memory_derive(locked)
         update_fields += ["search_text", "search_original", "signature"]
     if "content" in changed and locked.embedding is not None:
         # The vector described the old text; the backfill embeds the new one.
@@ -326,11 +220,11 @@ def memory_update(
         Relation.objects.filter(memory=locked, classification__lt=locked.classification).update(
             classification=locked.classification
         )
-    _record(
+    memory_event_record(
         memory=locked,
         kind=MemoryEvent.Kind.UPDATED,
         before=before,
-        after=_snapshot(locked, changed),
+        after=memory_snapshot(locked, changed),
         actor=actor,
         source=source,
         classification=max(level_before, locked.classification),
@@ -358,7 +252,7 @@ def memory_forget(
     locked = Memory.objects.select_for_update().get(pk=memory.pk)
     if locked.status == Memory.Status.FORGOTTEN:
         return locked
-    before = _snapshot(locked, ["status"])
+    before = memory_snapshot(locked, ["status"])
     locked.status = Memory.Status.FORGOTTEN
     locked.status_changed_at = now
     locked.forgotten_at = now
@@ -374,7 +268,7 @@ def memory_forget(
             "updated_at",
         ]
     )
-    _record(
+    memory_event_record(
         memory=locked,
         kind=MemoryEvent.Kind.FORGOTTEN,
         before=before,
@@ -395,7 +289,7 @@ def memory_restore(
     locked = Memory.objects.select_for_update().get(pk=memory.pk)
     if locked.status not in (Memory.Status.FORGOTTEN, Memory.Status.ARCHIVED):
         return locked
-    before = _snapshot(locked, ["status", "forgotten_reason"])
+    before = memory_snapshot(locked, ["status", "forgotten_reason"])
     locked.status = (
         Memory.Status.ACTIVE if locked.tier == Memory.Tier.SHORT_TERM else Memory.Status.PROMOTED
     )
@@ -416,7 +310,7 @@ def memory_restore(
             "updated_at",
         ]
     )
-    _record(
+    memory_event_record(
         memory=locked,
         kind=MemoryEvent.Kind.RESTORED,
         before=before,
@@ -436,10 +330,10 @@ def memory_purge(*, memory: Memory, actor=None, source: str = "system") -> int:
     Returns the purged memory's id.
     """
     memory_id = memory.pk
-    _record(
+    memory_event_record(
         memory=memory,
         kind=MemoryEvent.Kind.PURGED,
-        before=_snapshot(memory, ["status", "topic"]),
+        before=memory_snapshot(memory, ["status", "topic"]),
         actor=actor,
         source=source,
     )
@@ -466,7 +360,7 @@ def memory_touch(
         updates["strength"] = Least(F("strength") * STRENGTH_BOOST_FACTOR, MAX_STRENGTH)
     Memory.objects.filter(pk=memory.pk).update(**updates)
     memory.refresh_from_db(fields=["use_count", "last_used_at", "strength"])
-    _record(
+    memory_event_record(
         memory=memory,
         kind=MemoryEvent.Kind.TOUCHED,
         after={
@@ -490,96 +384,22 @@ def memory_promote(
     locked = Memory.objects.select_for_update().get(pk=memory.pk)
     if locked.tier != Memory.Tier.SHORT_TERM or locked.status != Memory.Status.ACTIVE:
         return locked
-    before = _snapshot(locked, ["tier", "status"])
+    before = memory_snapshot(locked, ["tier", "status"])
     locked.tier = Memory.Tier.LONG_TERM
     locked.status = Memory.Status.PROMOTED
     locked.status_changed_at = now
     locked.promoted_at = now
     locked.save(update_fields=["tier", "status", "status_changed_at", "promoted_at", "updated_at"])
-    _record(
+    memory_event_record(
         memory=locked,
         kind=MemoryEvent.Kind.PROMOTED,
         before=before,
-        after=_snapshot(locked, ["tier", "status"]),
+        after=memory_snapshot(locked, ["tier", "status"]),
         actor=actor,
         source=source,
         now=now,
     )
     return locked
-
-
-def namespace_create(
-    *,
-    owner,
-    name: str,
-    slug: str | None = None,
-    mode: str = Namespace.Mode.PERSONAL,
-    **fields: Any,
-) -> Namespace:
-    """Create a namespace for a user; the slug defaults to the slugified name."""
-    namespace = Namespace(owner=owner, name=name, slug=slug or slugify(name), mode=mode, **fields)
-    taken = "You already have a namespace with this slug."
-    if Namespace.objects.filter(owner=owner, slug=namespace.slug).exists():
-        raise ValidationError({"slug": taken})
-    # The one constraint, (owner, slug), is checked just above and at the insert.
-    namespace.full_clean(validate_constraints=False)
-    with _unique_or("slug", taken):
-        namespace.save(force_insert=True)
-    return namespace
-
-
-TOKEN_PREFIX_BYTES = 6
-TOKEN_SECRET_BYTES = 32
-
-
-def token_hash(secret: str) -> str:
-    """SHA-256 of the whole token: tokens are 256-bit random, so no salt or stretching."""
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
-@transaction.atomic
-def token_create(
-    *,
-    owner,
-    name: str,
-    namespaces: Iterable[Namespace] = (),
-    all_namespaces: bool = False,
-    access: str = "read",
-    ceiling: int = Classification.INTERNAL,
-    expires_at: datetime | None = None,
-) -> tuple[Any, str]:
-    """Create an API token; returns (token, secret). The secret is never stored or shown again."""
-    namespaces = list(namespaces)
-    if any(ns.owner_id != owner.pk for ns in namespaces):
-        raise ValidationError({"namespaces": "Unknown namespace."})
-    if not all_namespaces and not namespaces:
-        raise ValidationError({"namespaces": "Choose at least one namespace, or all_namespaces."})
-    if expires_at is not None and expires_at <= timezone.now():
-        raise ValidationError({"expires_at": "Must be in the future."})
-    prefix = secrets.token_hex(TOKEN_PREFIX_BYTES)
-    secret = f"eng_{prefix}_{secrets.token_urlsafe(TOKEN_SECRET_BYTES)}"
-    token = ApiToken(
-        owner=owner,
-        name=name.strip(),
-        prefix=prefix,
-        secret_hash=token_hash(secret),
-        all_namespaces=all_namespaces,
-        access=access,
-        ceiling=ceiling,
-        expires_at=expires_at,
-    )
-    token.full_clean()
-    token.save(force_insert=True)
-    if namespaces:
-        token.namespaces.set(namespaces)
-    return token, secret
-
-
-def token_revoke(*, token, now: datetime | None = None) -> None:
-    """Revoke a token; the next request that presents it is refused."""
-    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
-        revoked_at=now or timezone.now()
-    )
 
 
 # Memories per chunk of a bulk create: built, then written while the next chunk is built.
@@ -605,7 +425,7 @@ def _created_event_rows(memories: Iterable[Memory], actor, source: str) -> list[
             memory.pk,
             memory.pk,
             MemoryEvent.Kind.CREATED,
-            _snapshot(memory),
+            memory_snapshot(memory),
             actor_id,
             source,
             memory.classification,
@@ -676,141 +496,3 @@ def memories_insert(built: list[Memory], *, actor=None, source: str = "system") 
     set-based, all or nothing. The benchmark's corpus loader uses it."""
     insert_new(built, ids=True)
     _events_and_announce(built, _created_event_rows(built, actor, source))
-
-
-NAMESPACE_EDITABLE_FIELDS = (
-    "name",
-    "description",
-    "mode",
-    "weight_similarity",
-    "weight_recency",
-    "weight_utility",
-    "weight_confidence",
-    "decay_model",
-    "decay_half_life_days",
-    "decay_beta",
-    "decay_power_alpha",
-    "decay_fast_half_life_days",
-    "decay_slow_half_life_days",
-    "decay_fast_weight",
-    "scheduler",
-    "desired_retention",
-    "new_cards_per_day",
-)
-
-
-@transaction.atomic
-def namespace_update(*, namespace: Namespace, changes: Mapping[str, Any]) -> Namespace:
-    """Change a namespace's name or settings (its slug and owner never change)."""
-    unknown = set(changes) - set(NAMESPACE_EDITABLE_FIELDS)
-    if unknown:
-        raise ValidationError({name: "Unknown or read-only field." for name in sorted(unknown)})
-    locked = Namespace.objects.select_for_update().get(pk=namespace.pk)
-    for field, value in changes.items():
-        setattr(locked, field, value)
-    locked.full_clean()
-    if changes:
-        locked.save(update_fields=list(changes))
-    return locked
-
-
-def association_create(
-    *, source: Memory, target: Memory, weight: float = 0.5, kind: str = "related"
-) -> Association:
-    """Link two memories of one namespace."""
-    if source.namespace_id != target.namespace_id:
-        raise ValidationError({"target": "Both memories must be in the same namespace."})
-    if source.pk == target.pk:
-        raise ValidationError({"target": "A memory cannot be linked to itself."})
-    linked = "These memories are already linked."
-    if Association.objects.filter(source=source, target=target).exists():
-        raise ValidationError({"target": linked})
-    association = Association(
-        namespace_id=source.namespace_id, source=source, target=target, weight=weight, kind=kind
-    )
-    association.full_clean(exclude=["namespace", "source", "target"])
-    with _unique_or("target", linked):
-        association.save(force_insert=True)
-    return association
-
-
-def entity_get_or_create(
-    *,
-    namespace: Namespace,
-    name: str,
-    kind: str = "thing",
-    classification: int = Classification.INTERNAL,
-) -> Entity:
-    """The namespace's entity of that (folded) name, created if new.
-
-    An entity is as visible as the least sensitive thing that names it: declaring a name
-    at a lower level than the entity's lowers it, with the caller's spelling, so a name
-    first written by a hidden relation is never shown in the hidden writer's form.
-    """
-    display = " ".join(name.split())
-    key = fold(display)
-    if not key:
-        raise ValidationError({"name": "This field may not be blank."})
-    if len(key) > 200:
-        raise ValidationError({"name": "At most 200 characters."})
-    entity, created = Entity.objects.get_or_create(
-        namespace=namespace,
-        name=key,
-        defaults={"display_name": display, "kind": kind, "classification": classification},
-    )
-    if not created and entity.classification > classification:
-        Entity.objects.filter(pk=entity.pk, classification__gt=classification).update(
-            classification=classification, display_name=display
-        )
-        entity.refresh_from_db(fields=["classification", "display_name"])
-    return entity
-
-
-@transaction.atomic
-def relation_create(
-    *,
-    namespace: Namespace,
-    subject: str,
-    predicate: str,
-    object: str,
-    memory: Memory | None = None,
-    weight: float = 0.6,
-    classification: int | None = None,
-) -> Relation:
-    """subject -[predicate]-> object between entities named by text, created as needed.
-
-    The relation's level is its memory's, or `classification` if higher; without either,
-    internal (the default level of a new memory). Each level holds its own copy of a
-    fact, so asserting one that exists only above the caller's level creates it anew.
-    """
-    predicate = "_".join(fold(predicate).split())
-    if not predicate:
-        raise ValidationError({"predicate": "This field may not be blank."})
-    if memory is not None and memory.namespace_id != namespace.pk:
-        raise ValidationError({"memory": "Must be a memory of the same namespace."})
-    if classification is None:
-        classification = Classification.INTERNAL if memory is None else Classification.PUBLIC
-    level = max(classification, memory.classification if memory is not None else 0)
-    subject_entity = entity_get_or_create(namespace=namespace, name=subject, classification=level)
-    object_entity = entity_get_or_create(namespace=namespace, name=object, classification=level)
-    duplicate = ValidationError({"predicate": "This relation already exists."})
-    if Relation.objects.filter(
-        subject=subject_entity, predicate=predicate, object=object_entity, classification=level
-    ).exists():
-        raise duplicate
-    relation = Relation(
-        namespace=namespace,
-        subject=subject_entity,
-        predicate=predicate,
-        object=object_entity,
-        memory=memory,
-        weight=weight,
-        classification=level,
-    )
-    relation.full_clean(exclude=["namespace", "subject", "object", "memory"], validate_unique=False)
-    try:
-        with transaction.atomic():  # a concurrent writer of the same fact: the same answer
-            relation.save(force_insert=True)
-    except IntegrityError:
-        raise duplicate from None
-    return relation

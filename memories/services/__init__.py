@@ -1,0 +1,100 @@
+"""The memories app's writes, one module per concept; callers import them from here.
+
+memories.py   memories: build, create, bulk create, update, forget, restore, purge, touch,
+              promote, and the history event every write records
+namespaces.py namespaces: create and update
+tokens.py     API tokens: create and revoke
+graph.py      associations, entities and relations
+fields.py     a memory's fields by who writes them (the one declaration of each list)
+"""
+
+from memories.services.fields import (
+    DERIVED_FIELDS,
+    EDITABLE_FIELDS,
+    EMBEDDING_FIELDS,
+    IDENTITY_FIELDS,
+    SERVER_FIELDS,
+    SNAPSHOT_FIELDS,
+    TEXT_FIELDS,
+    in_model_order,
+)
+from memories.services.graph import association_create, entity_get_or_create, relation_create
+from memories.services.memories import (
+    BULK_CHUNK,
+    MAX_STRENGTH,
+    STRENGTH_BOOST_FACTOR,
+    memories_insert,
+    memory_build,
+    memory_bulk_create,
+    memory_create,
+    memory_derive,
+    memory_event_record,
+    memory_forget,
+    memory_promote,
+    memory_purge,
+    memory_restore,
+    memory_snapshot,
+    memory_touch,
+    memory_update,
+    memory_validate,
+)
+from memories.services.namespaces import (
+    NAMESPACE_EDITABLE_FIELDS,
+    namespace_create,
+    namespace_update,
+)
+from memories.services.tokens import (
+    TOKEN_PREFIX_BYTES,
+    TOKEN_SECRET_BYTES,
+    token_create,
+    token_hash,
+    token_revoke,
+)
+
+__all__ = [
+    "BULK_CHUNK",
+    "DERIVED_FIELDS",
+    "EDITABLE_FIELDS",
+    "EMBEDDING_FIELDS",
+    "IDENTITY_FIELDS",
+    "MAX_STRENGTH",
+    "NAMESPACE_EDITABLE_FIELDS",
+    "SERVER_FIELDS",
+    "SNAPSHOT_FIELDS",
+    "STRENGTH_BOOST_FACTOR",
+    "TEXT_FIELDS",
+    "TOKEN_PREFIX_BYTES",
+    "TOKEN_SECRET_BYTES",
+    "association_create",
+    "entity_get_or_create",
+    "in_model_order",
+    "memories_insert",
+    "memory_build",
+    "memory_bulk_create",
+    "memory_create",
+    "memory_derive",
+    "memory_event_record",
+    "memory_forget",
+    "memory_promote",
+    "memory_purge",
+    "memory_restore",
+    "memory_snapshot",
+    "memory_touch",
+    "memory_update",
+    "memory_validate",
+    "namespace_create",
+    "namespace_update",
+    "relation_create",
+    "token_create",
+    "token_hash",
+    "token_revoke",
+]
+
+# The importer's names until it calls the public ones (the same functions).
+_validate, _derive = memory_validate, memory_derive
+
+
+def _new_memory(namespace, values):
+    from memories.models import Memory
+
+    return Memory(namespace=namespace, **values)

@@ -1,0 +1,69 @@
+"""Writes to namespaces: create (the slug unique per owner) and update their settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils.text import slugify
+
+from config.dberrors import unique_or
+from memories.models import Namespace
+
+
+def namespace_create(
+    *,
+    owner,
+    name: str,
+    slug: str | None = None,
+    mode: str = Namespace.Mode.PERSONAL,
+    **fields: Any,
+) -> Namespace:
+    """Create a namespace for a user; the slug defaults to the slugified name."""
+    namespace = Namespace(owner=owner, name=name, slug=slug or slugify(name), mode=mode, **fields)
+    taken = "You already have a namespace with this slug."
+    if Namespace.objects.filter(owner=owner, slug=namespace.slug).exists():
+        raise ValidationError({"slug": taken})
+    # The one constraint, (owner, slug), is checked just above and at the insert.
+    namespace.full_clean(validate_constraints=False)
+    with unique_or("slug", taken):
+        namespace.save(force_insert=True)
+    return namespace
+
+
+NAMESPACE_EDITABLE_FIELDS = (
+    "name",
+    "description",
+    "mode",
+    "weight_similarity",
+    "weight_recency",
+    "weight_utility",
+    "weight_confidence",
+    "decay_model",
+    "decay_half_life_days",
+    "decay_beta",
+    "decay_power_alpha",
+    "decay_fast_half_life_days",
+    "decay_slow_half_life_days",
+    "decay_fast_weight",
+    "scheduler",
+    "desired_retention",
+    "new_cards_per_day",
+)
+
+
+@transaction.atomic
+def namespace_update(*, namespace: Namespace, changes: Mapping[str, Any]) -> Namespace:
+    """Change a namespace's name or settings (its slug and owner never change)."""
+    unknown = set(changes) - set(NAMESPACE_EDITABLE_FIELDS)
+    if unknown:
+        raise ValidationError({name: "Unknown or read-only field." for name in sorted(unknown)})
+    locked = Namespace.objects.select_for_update().get(pk=namespace.pk)
+    for field, value in changes.items():
+        setattr(locked, field, value)
+    locked.full_clean()
+    if changes:
+        locked.save(update_fields=list(changes))
+    return locked
