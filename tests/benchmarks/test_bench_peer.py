@@ -1,4 +1,5 @@
-"""`manage.py bench_peer` and benchmarks.peer: the shared inputs, recall@k, the table.
+"""`manage.py bench_peer` and benchmarks.peer, peer_table and peer_venv: the shared inputs,
+recall@k, the table, the peer venv.
 
 Nothing here installs CortexGraph. The Engram side runs for real on a tiny corpus and the
 LoCoMo fixture (with --no-peer); the last test drives the real peer too, but only when a
@@ -19,9 +20,11 @@ from django.core.management import CommandError, call_command
 
 from benchmarks import corpus as bench_corpus
 from benchmarks import peer as bench_peer
+from benchmarks import peer_table, peer_venv
 from benchmarks.locomo import load_conversation
-from benchmarks.peer import Question, Row
+from benchmarks.peer import Question
 from benchmarks.peer_driver.cortexgraph_driver import ids_to_refs
+from benchmarks.peer_table import Row
 from memories.models import Memory, Namespace
 from recall.services import recall_run
 
@@ -172,11 +175,11 @@ def test_the_driver_maps_results_back_to_their_turns():
 
 
 def test_ratio_is_engram_over_peer():
-    assert bench_peer.ratio(3.0, 1.5) == "2.00"
-    assert bench_peer.ratio(0.5, 2.0) == "0.25"
-    assert bench_peer.ratio(1.0, 0.0) == "n/a"
-    assert bench_peer.ratio(None, 1.0) == "n/a"
-    assert bench_peer.ratio(1.0, None) == "n/a"
+    assert peer_table.ratio(3.0, 1.5) == "2.00"
+    assert peer_table.ratio(0.5, 2.0) == "0.25"
+    assert peer_table.ratio(1.0, 0.0) == "n/a"
+    assert peer_table.ratio(None, 1.0) == "n/a"
+    assert peer_table.ratio(1.0, None) == "n/a"
 
 
 def _figures() -> dict:
@@ -217,7 +220,7 @@ def _figures() -> dict:
 
 
 def test_the_table_has_one_row_per_figure_with_ratios():
-    rows = {row.figure: row for row in bench_peer.table_rows(_figures())}
+    rows = {row.figure: row for row in peer_table.table_rows(_figures())}
 
     assert rows["load 100 memories, s"] == Row("load 100 memories, s", "2.0", "0.5", "4.00")
     assert rows["load rate, memories/s"].ratio == "0.25"
@@ -232,7 +235,7 @@ def test_the_table_has_one_row_per_figure_with_ratios():
     assert rows["  recall@1: peer, turns saved just now, top_k=100 cut to 1"].peer == "0.300"
     assert rows["LoCoMo search p50, ms"].ratio == "4.00"
 
-    text = bench_peer.format_table(list(rows.values()))
+    text = peer_table.format_table(list(rows.values()))
     lines = text.splitlines()
     assert lines[0].split() == ["figure", "Engram", "CortexGraph", "Engram", "/", "CortexGraph"]
     assert set(lines[1]) == {"-", " "}
@@ -243,7 +246,7 @@ def test_the_table_has_one_row_per_figure_with_ratios():
 def test_the_table_without_the_peer_shows_dashes():
     figures = _figures()
     del figures["peer"]
-    rows = {row.figure: row for row in bench_peer.table_rows(figures)}
+    rows = {row.figure: row for row in peer_table.table_rows(figures)}
 
     assert rows["load 100 memories, s"] == Row("load 100 memories, s", "2.0", "-", "n/a")
     assert rows["LoCoMo recall@10 (7 questions)"].peer == "-"
@@ -254,15 +257,15 @@ def test_the_table_without_the_peer_shows_dashes():
 
 
 def test_a_peer_venv_is_reused_only_with_the_pinned_versions():
-    assert bench_peer._usable({"cortexgraph": bench_peer.PEER_VERSION, "mcp": "1.30.0"})
-    assert not bench_peer._usable({"cortexgraph": bench_peer.PEER_VERSION, "mcp": "2.3.0"})
-    assert not bench_peer._usable({"cortexgraph": "1.0.0", "mcp": "1.30.0"})
-    assert not bench_peer._usable(None)
+    assert peer_venv._usable({"cortexgraph": peer_venv.PEER_VERSION, "mcp": "1.30.0"})
+    assert not peer_venv._usable({"cortexgraph": peer_venv.PEER_VERSION, "mcp": "2.3.0"})
+    assert not peer_venv._usable({"cortexgraph": "1.0.0", "mcp": "1.30.0"})
+    assert not peer_venv._usable(None)
 
 
 def test_the_driver_keeps_the_peers_files_in_its_work_directory(tmp_path, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgres://secret@db/engram")
-    env = bench_peer.driver_env(tmp_path)
+    env = peer_venv.driver_env(tmp_path)
 
     for name in ("HOME", "XDG_CONFIG_HOME", "CORTEXGRAPH_STORAGE_PATH"):
         assert Path(env[name]).is_relative_to(tmp_path)
@@ -320,7 +323,7 @@ def test_the_command_refuses_a_missing_eval_file(tmp_path):
 
 
 def _peer_ready() -> bool:
-    return PEER_PYTHON.exists() and bench_peer._usable(bench_peer._peer_versions(PEER_PYTHON))
+    return PEER_PYTHON.exists() and peer_venv._usable(peer_venv._peer_versions(PEER_PYTHON))
 
 
 @pytest.mark.slow
@@ -342,7 +345,7 @@ def test_the_command_drives_the_real_peer_when_its_venv_is_there(tmp_path):
     figures = json.loads(report.read_text())
     engram, peer = figures["engram"]["corpus"], figures["peer"]["corpus"]
     assert peer["memories"] == 80
-    assert figures["peer"]["version"].startswith(f"cortexgraph {bench_peer.PEER_VERSION}")
+    assert figures["peer"]["version"].startswith(f"cortexgraph {peer_venv.PEER_VERSION}")
     # Same ages, strengths and formula: both forget the same memories.
     assert peer["decay_dry"]["changed"] == engram["decay_dry"]["changed"]
     assert peer["decay"]["changed"] == peer["decay_dry"]["changed"]

@@ -19,8 +19,9 @@ import os
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from benchmarks import service
-from benchmarks.service import EXTRA_PARTS, PARTS, Row
+from benchmarks import service, service_table
+from benchmarks.service import EXTRA_PARTS, PARTS
+from benchmarks.service_table import Row
 
 
 class Command(BaseCommand):
@@ -103,13 +104,15 @@ class Command(BaseCommand):
         )
         self._print(rows)
         if options["save_dir"]:
-            path = service.save(options["save_dir"], options["size"], options["namespaces"], rows)
+            path = service_table.save(
+                options["save_dir"], options["size"], options["namespaces"], rows
+            )
             self._progress(f"  saved to {path}")
         if options["plot"]:
             self._plot(options["save_dir"], options["plot"])
 
     def _plot(self, save_dir: str, target: str) -> None:
-        drawn = service.plot(save_dir, target)
+        drawn = service_table.plot(save_dir, target)
         self._progress(f"  plot of {drawn} saved runs written to {target}")
 
     def _progress(self, message: str) -> None:

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from benchmarks import corpus, peer
+from benchmarks import corpus, peer, peer_table, peer_venv
 from benchmarks.peer import DEFAULT_EVAL
 
 
@@ -76,7 +76,7 @@ class Command(BaseCommand):
         figures: dict[str, Any] = {"machine": peer.machine_info(), "engram": peer.engram_info()}
         python = None
         if not options["no_peer"]:
-            python = peer.ensure_peer_venv(Path(options["peer_venv"]), self._progress)
+            python = peer_venv.ensure_peer_venv(Path(options["peer_venv"]), self._progress)
             figures["peer"] = {}
 
         query_list = peer.queries(options["queries"])
@@ -108,7 +108,9 @@ class Command(BaseCommand):
                     figures["peer"]["locomo"] = peer.peer_locomo(
                         python, data, ks, work, self._progress
                     )
-        figures["rows"] = [[r.figure, r.engram, r.peer, r.ratio] for r in peer.table_rows(figures)]
+        figures["rows"] = [
+            [r.figure, r.engram, r.peer, r.ratio] for r in peer_table.table_rows(figures)
+        ]
         self._print(figures)
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(figures, indent=2, default=str))
@@ -123,5 +125,5 @@ class Command(BaseCommand):
             f"{machine['load_1min_at_start']} at start, Python {machine['python']}, "
             f"Django {machine['django']}, {machine['date']}"
         )
-        rows = [peer.Row(*row) for row in figures["rows"]]
-        self.stdout.write(peer.format_table(rows))
+        rows = [peer_table.Row(*row) for row in figures["rows"]]
+        self.stdout.write(peer_table.format_table(rows))
