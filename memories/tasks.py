@@ -26,7 +26,7 @@ from django_q.signals import post_execute_in_worker, pre_execute
 
 from config.queue import Q_OPTIONS, enqueue
 from memories.consolidation import digests_run
-from memories.importer import import_job_run
+from memories.import_jobs import import_job_run
 from memories.models import BackgroundRun, Namespace
 from memories.sweep import sweep_run
 

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import error_body
-from memories import importer, transfer
+from memories import import_jobs, importer, transfer
 from memories.auth import Scope
 from memories.models import BackgroundRun
 
@@ -125,7 +125,7 @@ class NamespaceImportView(APIView):
         if int(request.META.get("CONTENT_LENGTH") or 0) > settings.API_MAX_BODY_BYTES:
             # More than any other request may send: more than a web worker's timeout
             # allows to import (docs/api.md has the rates), so the worker does it.
-            run = importer.import_job_create(body=request._request, **options)
+            run = import_jobs.import_job_create(body=request._request, **options)
             url = request.build_absolute_uri(
                 reverse("api-import-job", kwargs={"slug": slug, "job": run.pk})
             )
@@ -169,5 +169,5 @@ class NamespaceImportJobView(APIView):
     )
     def get(self, request: Request, slug: str, job: int) -> Response:
         namespace = get_object_or_404(Scope.of(request).namespaces(), slug=slug)
-        jobs = BackgroundRun.objects.filter(kind=importer.IMPORT_KIND, namespace=namespace)
-        return Response(importer.import_job_state(get_object_or_404(jobs, pk=job)))
+        jobs = BackgroundRun.objects.filter(kind=import_jobs.IMPORT_KIND, namespace=namespace)
+        return Response(import_jobs.import_job_state(get_object_or_404(jobs, pk=job)))

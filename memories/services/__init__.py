@@ -89,12 +89,3 @@ __all__ = [
     "token_hash",
     "token_revoke",
 ]
-
-# The importer's names until it calls the public ones (the same functions).
-_validate, _derive = memory_validate, memory_derive
-
-
-def _new_memory(namespace, values):
-    from memories.models import Memory
-
-    return Memory(namespace=namespace, **values)

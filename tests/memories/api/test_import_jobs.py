@@ -10,7 +10,7 @@ import json
 import pytest
 from django.test import override_settings
 
-from memories import importer, services
+from memories import import_jobs, services
 from memories.models import BackgroundRun, Classification, ImportChunk, Memory
 from memories.transfer import namespace_export
 
@@ -35,7 +35,7 @@ def _post(client, slug: str, body: bytes):
 def test_a_large_import_is_a_job_that_imports_everything(
     user, make_token, api, export_body, monkeypatch, django_capture_on_commit_callbacks
 ):
-    monkeypatch.setattr(importer, "SPOOL_PIECE", 1000)  # lines cross piece boundaries
+    monkeypatch.setattr(import_jobs, "SPOOL_PIECE", 1000)  # lines cross piece boundaries
     target = services.namespace_create(owner=user, name="Target")
     _, secret = make_token(user, namespaces=[target], access="write")
     client = api(secret)
@@ -90,7 +90,7 @@ def test_a_job_runs_once_however_often_the_worker_is_asked(
     _, secret = make_token(user, namespaces=[target], access="write")
     with django_capture_on_commit_callbacks(execute=True):
         job = _post(api(secret), target.slug, export_body).json()["job"]
-    assert importer.import_job_run(run_id=job) == {}  # finished: a retry does nothing
+    assert import_jobs.import_job_run(run_id=job) == {}  # finished: a retry does nothing
     assert Memory.objects.filter(namespace=target).count() == 40
     assert BackgroundRun.objects.get(pk=job).status == BackgroundRun.Status.OK
 
@@ -109,7 +109,7 @@ def test_spooled_lines_join_pieces_and_keep_every_line(user, namespace):
     body = b'{"a": 1}\n{"b": "two"}\n\n{"c": 3}'
     for position, start in enumerate(range(0, len(body), 5)):
         ImportChunk.objects.create(run=run, position=position, data=body[start : start + 5])
-    assert list(importer.spooled_lines(run.pk)) == [
+    assert list(import_jobs.spooled_lines(run.pk)) == [
         b'{"a": 1}\n',
         b'{"b": "two"}\n',
         b"\n",

@@ -1,0 +1,49 @@
+"""The memories app's models, one module per concept; every name is re-exported here, so
+callers import from memories.models.
+
+classification.py  Classification (sensitivity levels), and DerivedQuerySet and
+                   derived_level: the level each row derived from memories carries
+namespaces.py      Namespace and MODE_WEIGHTS (ranking weights by mode)
+memories.py        Memory, MemoryQuerySet, LIVE_STATUSES, and MemoryEvent (history)
+graph.py           Association, Entity, Relation and RelationQuerySet
+digests.py         Consolidation (digests) and quotes_hidden
+tokens.py          ApiToken and ApiTokenQuerySet
+runs.py            BackgroundRun, and ImportChunk (a queued import's spooled body)
+
+Each module imports only those before it in that list, so the package has no import cycle.
+The imports below keep that order too: Django registers the models in the order they are
+imported (apps.get_models(), the admin, dumpdata), the order of the former models.py.
+"""
+
+# isort: off
+from memories.models.classification import Classification, DerivedQuerySet, derived_level
+from memories.models.namespaces import MODE_WEIGHTS, Namespace
+from memories.models.memories import LIVE_STATUSES, Memory, MemoryEvent, MemoryQuerySet
+from memories.models.graph import Association, Entity, Relation, RelationQuerySet
+from memories.models.digests import Consolidation, quotes_hidden
+from memories.models.tokens import ApiToken, ApiTokenQuerySet
+from memories.models.runs import BackgroundRun, ImportChunk
+
+# isort: on
+
+__all__ = [
+    "LIVE_STATUSES",
+    "MODE_WEIGHTS",
+    "ApiToken",
+    "ApiTokenQuerySet",
+    "Association",
+    "BackgroundRun",
+    "Classification",
+    "Consolidation",
+    "DerivedQuerySet",
+    "Entity",
+    "ImportChunk",
+    "Memory",
+    "MemoryEvent",
+    "MemoryQuerySet",
+    "Namespace",
+    "Relation",
+    "RelationQuerySet",
+    "derived_level",
+    "quotes_hidden",
+]

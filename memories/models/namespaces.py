@@ -1,0 +1,158 @@
+"""Namespaces: a user's memory spaces, with their ranking, decay and review settings."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from config.bounds import (
+    FLOAT_LIMIT,
+    datetime_checks,
+    float_check,
+    validate_datetime,
+    validate_finite,
+)
+from memories.decay import DecayParams
+
+# Ranking weights by namespace mode: similarity, recency (decay score), utility, confidence.
+# agent_memory weights utility at 20% (seed 000).
+MODE_WEIGHTS: dict[str, dict[str, float]] = {
+    "agent_memory": {"similarity": 0.5, "recency": 0.2, "utility": 0.2, "confidence": 0.1},
+    "personal": {"similarity": 0.6, "recency": 0.25, "utility": 0.05, "confidence": 0.1},
+    "knowledge_base": {"similarity": 0.7, "recency": 0.05, "utility": 0.1, "confidence": 0.15},
+}
+
+
+class Namespace(models.Model):
+    """A user's memory space; every memory, card and query lives in exactly one."""
+
+    class Mode(models.TextChoices):
+        AGENT_MEMORY = "agent_memory", "Agent memory"
+        PERSONAL = "personal", "Personal"
+        KNOWLEDGE_BASE = "knowledge_base", "Knowledge base"
+
+    class DecayModel(models.TextChoices):
+        EXPONENTIAL = "exponential", "Exponential"
+        POWER_LAW = "power_law", "Power law"
+        TWO_COMPONENT = "two_component", "Two-component exponential"
+
+    class SchedulerKind(models.TextChoices):
+        SM2 = "sm2", "SM-2"
+        FSRS = "fsrs", "FSRS"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="namespaces"
+    )
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=100)
+    description = models.TextField(blank=True)
+    mode = models.CharField(max_length=20, choices=Mode.choices, default=Mode.PERSONAL)
+
+    # Ranking weights; null means "the mode's default" (MODE_WEIGHTS).
+    weight_similarity = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
+    )
+    weight_recency = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
+    )
+    weight_utility = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
+    )
+    weight_confidence = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
+    )
+
+    # Decay (seed 003); null means the global setting of the same name.
+    decay_model = models.CharField(max_length=20, choices=DecayModel.choices, blank=True)
+    decay_half_life_days = models.FloatField(
+        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.001)]
+    )
+    decay_beta = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(2.0)],
+    )
+    decay_power_alpha = models.FloatField(
+        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.01)]
+    )
+    decay_fast_half_life_days = models.FloatField(
+        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.001)]
+    )
+    decay_slow_half_life_days = models.FloatField(
+        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.001)]
+    )
+    decay_fast_weight = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
+    )
+
+    # Review scheduling (seeds 000 and 004).
+    scheduler = models.CharField(
+        max_length=10, choices=SchedulerKind.choices, default=SchedulerKind.SM2
+    )
+    desired_retention = models.FloatField(
+        default=0.9, validators=[validate_finite, MinValueValidator(0.7), MaxValueValidator(0.99)]
+    )
+    new_cards_per_day = models.PositiveSmallIntegerField(
+        default=5, validators=[MaxValueValidator(1000)]
+    )
+
+    created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+
+    class Meta:
+        ordering = ["owner_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "slug"], name="namespace_unique_slug"),
+            float_check("namespace", "weight_similarity", 0.0, 1.0),
+            float_check("namespace", "weight_recency", 0.0, 1.0),
+            float_check("namespace", "weight_utility", 0.0, 1.0),
+            float_check("namespace", "weight_confidence", 0.0, 1.0),
+            float_check("namespace", "decay_half_life_days", 0.001, FLOAT_LIMIT),
+            float_check("namespace", "decay_beta", 0.0, 2.0),
+            float_check("namespace", "decay_power_alpha", 0.01, FLOAT_LIMIT),
+            float_check("namespace", "decay_fast_half_life_days", 0.001, FLOAT_LIMIT),
+            float_check("namespace", "decay_slow_half_life_days", 0.001, FLOAT_LIMIT),
+            float_check("namespace", "decay_fast_weight", 0.0, 1.0),
+            float_check("namespace", "desired_retention", 0.7, 0.99),
+            *datetime_checks("namespace", "created_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.owner})"
+
+    def ranking_weights(self) -> dict[str, float]:
+        """The mode's weights with this namespace's overrides applied."""
+        weights = dict(MODE_WEIGHTS.get(self.mode, MODE_WEIGHTS[self.Mode.PERSONAL]))
+        for key in weights:
+            value = getattr(self, f"weight_{key}")
+            if value is not None:
+                weights[key] = value
+        return weights
+
+    def decay_params(self) -> DecayParams:
+        """This namespace's decay model and parameters, falling back to the global settings."""
+
+        def pick(field: str, setting: str) -> float:
+            value = getattr(self, field)
+            return getattr(settings, setting) if value is None else value
+
+        return DecayParams(
+            model=self.decay_model or settings.DECAY_MODEL,
+            half_life_days=pick("decay_half_life_days", "DECAY_HALF_LIFE_DAYS"),
+            beta=pick("decay_beta", "DECAY_BETA"),
+            power_alpha=pick("decay_power_alpha", "DECAY_POWER_ALPHA"),
+            fast_half_life_days=pick("decay_fast_half_life_days", "DECAY_FAST_HALF_LIFE_DAYS"),
+            slow_half_life_days=pick("decay_slow_half_life_days", "DECAY_SLOW_HALF_LIFE_DAYS"),
+            fast_weight=pick("decay_fast_weight", "DECAY_FAST_WEIGHT"),
+        )
