@@ -35,6 +35,8 @@ DATETIME_MAX = datetime(9999, 12, 30, tzinfo=UTC)
 DATE_MIN = DATETIME_MIN.date()
 DATE_MAX = DATETIME_MAX.date()
 FLOAT_LIMIT = 1e15
+# The largest value of an integer column on PostgreSQL (int4); SQLite's are wider.
+INT32_MAX = 2_147_483_647
 
 DATETIME_MESSAGE = "Must be between 0001-01-02 and 9999-12-30 (UTC)."
 DATE_MESSAGE = "Must be between 0001-01-02 and 9999-12-30."

@@ -27,8 +27,8 @@ from config.serializers import (
     StrictSerializer,
 )
 from memories import serializers as s
-from memories.models import Consolidation, Memory, MemoryEvent
-from memories.tracking import SESSION_ID_LENGTH, SESSION_IDS_CAP
+from memories.models import SESSION_ID_LENGTH, Consolidation, Memory, MemoryEvent
+from memories.tracking import SESSION_IDS_CAP
 
 
 class JsonObjectField(serializers.Field):

@@ -515,6 +515,9 @@ class _Importer:
     def finish(self) -> None:
         self.flush_memories()
         self.flush_links()
+        # The file's links are in; the links of its sessions it lacks are added (a file
+        # written by hand has session ids and no links; an export has both).
+        services.session_links_create(self.new_ids.values())
         self.flush_relations()
         self.flush_entities()  # entities no relation named
         self.flush_digests()

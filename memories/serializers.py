@@ -21,6 +21,8 @@ from config.serializers import (
 from memories import substring
 from memories.fastpaths import PlannedRepresentation, per_thread
 from memories.models import (
+    POSITION_MAX,
+    SESSION_ID_LENGTH,
     ApiToken,
     Association,
     Classification,
@@ -31,7 +33,7 @@ from memories.models import (
     Namespace,
     Relation,
 )
-from memories.services import EDITABLE_FIELDS, SERVER_FIELDS, in_model_order
+from memories.services import EDITABLE_FIELDS, SERVER_FIELDS, SESSION_FIELDS, in_model_order
 
 CLASSIFICATION_NAMES = [c.label for c in Classification]
 
@@ -67,7 +69,9 @@ MEMORY_OUTPUT_FIELDS = (
     "id",
     "namespace",
     *in_model_order(
-        {*EDITABLE_FIELDS, *SERVER_FIELDS, "created_at"} - _NOT_SHOWN - set(_SHOWN_LAST)
+        {*EDITABLE_FIELDS, *SERVER_FIELDS, *SESSION_FIELDS, "created_at"}
+        - _NOT_SHOWN
+        - set(_SHOWN_LAST)
     ),
     *_SHOWN_LAST,
     "has_embedding",
@@ -142,6 +146,20 @@ class MemoryCreateInput(MemoryFieldsMixin):
     created_at = StrictDateTimeField(
         required=False, help_text="When the remembered thing happened; defaults to now."
     )
+    session_id = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=SESSION_ID_LENGTH,
+        help_text="The conversation it comes from (your id): the memory is linked to the "
+        "session's previous turns. Set on create only.",
+    )
+    position = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=POSITION_MAX,
+        help_text="Its place in the session (turn number); default: the order of writing.",
+    )
     read_only_names = MEMORY_SERVER_FIELDS
 
     def validate_created_at(self, value):
@@ -204,6 +222,8 @@ class MemoryOutput(PlannedRepresentation):
     last_recalled_at = serializers.DateTimeField(allow_null=True)
     recall_timestamps = serializers.ListField(child=serializers.CharField())
     session_ids = serializers.ListField(child=serializers.CharField())
+    session_id = serializers.CharField()
+    position = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField(allow_null=True)
@@ -337,6 +357,7 @@ class NamespaceOutput(serializers.ModelSerializer):
             "scheduler",
             "desired_retention",
             "new_cards_per_day",
+            "session_links",
             "memory_count",
             "created_at",
         ]
@@ -376,6 +397,10 @@ class NamespaceInput(StrictSerializer):
     scheduler = serializers.ChoiceField(choices=Namespace.SchedulerKind.choices, required=False)
     desired_retention = StrictFloatField(min_value=0.7, max_value=0.99, required=False)
     new_cards_per_day = StrictIntegerField(min_value=0, max_value=1000, required=False)
+    session_links = StrictBooleanField(
+        required=False,
+        help_text="Link each new memory to the previous turns of its session (default on).",
+    )
 
 
 class NamespaceUpdateInput(NamespaceInput):

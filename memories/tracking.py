@@ -17,9 +17,8 @@ from memories.boosting import BoostConfig
 from memories.hooks import memories_recalled
 from memories.models import Memory, MemoryEvent
 
-# How many distinct session ids a memory keeps (RecallInput allows ids of SESSION_ID_LENGTH).
+# How many distinct session ids a memory keeps (each of memories.models.SESSION_ID_LENGTH).
 SESSION_IDS_CAP = 100
-SESSION_ID_LENGTH = 100
 
 
 def memories_track_recall(

@@ -20,7 +20,7 @@ from config.serializers import (
     StrictSlugField,
 )
 from memories.auth import Scope
-from memories.models import ApiToken, Memory
+from memories.models import SESSION_ID_LENGTH, ApiToken, Memory
 from recall.services import MAX_LIMIT, recall_run
 from recall.stages import ALL_STAGES
 
@@ -46,7 +46,9 @@ class RecallInput(StrictSerializer):
     time_end = StrictDateTimeField(required=False)
     include_expired = StrictBooleanField(default=False)
     context = ContextInput(required=False)
-    session_id = StrictCharField(max_length=100, required=False, default="", allow_blank=True)
+    session_id = StrictCharField(
+        max_length=SESSION_ID_LENGTH, required=False, default="", allow_blank=True
+    )
     track = StrictBooleanField(
         required=False,
         allow_null=True,

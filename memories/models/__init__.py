@@ -18,7 +18,14 @@ imported (apps.get_models(), the admin, dumpdata), the order of the former model
 # isort: off
 from memories.models.classification import Classification, DerivedQuerySet, derived_level
 from memories.models.namespaces import MODE_WEIGHTS, Namespace
-from memories.models.memories import LIVE_STATUSES, Memory, MemoryEvent, MemoryQuerySet
+from memories.models.memories import (
+    LIVE_STATUSES,
+    POSITION_MAX,
+    SESSION_ID_LENGTH,
+    Memory,
+    MemoryEvent,
+    MemoryQuerySet,
+)
 from memories.models.graph import Association, Entity, Relation, RelationQuerySet
 from memories.models.digests import Consolidation, quotes_hidden
 from memories.models.tokens import ApiToken, ApiTokenQuerySet
@@ -29,6 +36,8 @@ from memories.models.runs import BackgroundRun, ImportChunk
 __all__ = [
     "LIVE_STATUSES",
     "MODE_WEIGHTS",
+    "POSITION_MAX",
+    "SESSION_ID_LENGTH",
     "ApiToken",
     "ApiTokenQuerySet",
     "Association",

@@ -12,11 +12,22 @@ from django.db import connection, models
 from django.db.models import Q
 from django.utils import timezone
 
-from config.bounds import datetime_checks, float_check, validate_datetime, validate_finite
+from config.bounds import (
+    INT32_MAX,
+    datetime_checks,
+    float_check,
+    validate_datetime,
+    validate_finite,
+)
 from memories.decay import DecayParams, decay_score
 from memories.models.classification import Classification, DerivedQuerySet, derived_level
 from memories.models.namespaces import Namespace
 from memories.text import fold
+
+# A session id: a client's string, for the session a memory was written in (session_id) and
+# for those that recalled it (session_ids).
+SESSION_ID_LENGTH = 100
+POSITION_MAX = INT32_MAX
 
 
 class MemoryQuerySet(models.QuerySet["Memory"]):
@@ -151,7 +162,13 @@ class Memory(models.Model):
     recall_count = models.PositiveIntegerField(default=0)
     last_recalled_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
     recall_timestamps = models.JSONField(default=list, blank=True)  # last 20, ISO 8601
-    session_ids = models.JSONField(default=list, blank=True)
+    session_ids = models.JSONField(default=list, blank=True)  # the sessions that recalled it
+    # The conversation it was written in (a client's string) and its place there: the write
+    # path links it to the session's previous turns (memories.sessions).
+    session_id = models.CharField(max_length=SESSION_ID_LENGTH, blank=True, default="")
+    position = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MaxValueValidator(POSITION_MAX)]
+    )
 
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
     updated_at = models.DateTimeField(auto_now=True, validators=[validate_datetime])
@@ -174,6 +191,11 @@ class Memory(models.Model):
             models.Index(fields=["namespace", "topic"], name="memory_ns_topic"),
             models.Index(fields=["namespace", "created_at"], name="memory_ns_created"),
             models.Index(fields=["namespace", "tier", "status"], name="memory_ns_tier_status"),
+            models.Index(
+                fields=["namespace", "session_id", "position", "created_at"],
+                name="memory_ns_session",
+                condition=~Q(session_id=""),
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -193,6 +215,11 @@ class Memory(models.Model):
             float_check("memory", "trust", 0.0, 3.0),
             float_check("memory", "forgotten_score"),
             float_check("memory", "relevance_score"),
+            models.CheckConstraint(
+                condition=Q(position__isnull=True)
+                | (Q(position__gte=0) & Q(position__lte=POSITION_MAX)),
+                name="memory_position_range",
+            ),
             *datetime_checks(
                 "memory",
                 "status_changed_at",

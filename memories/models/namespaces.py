@@ -107,6 +107,10 @@ class Namespace(models.Model):
     new_cards_per_day = models.PositiveSmallIntegerField(
         default=5, validators=[MaxValueValidator(1000)]
     )
+    # The write path links a memory to the previous turns of its session (memories.sessions).
+    session_links = models.BooleanField(
+        default=True, help_text="Link each new memory to the previous turns of its session."
+    )
 
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 

@@ -5,6 +5,7 @@ memories.py   memories: build, create, bulk create, update, forget, restore, pur
 namespaces.py namespaces: create and update
 tokens.py     API tokens: create and revoke
 graph.py      associations, entities and relations
+sessions.py   a memory's conversation: links to the previous turns of its session
 fields.py     a memory's fields by who writes them (the one declaration of each list)
 """
 
@@ -14,6 +15,7 @@ from memories.services.fields import (
     EMBEDDING_FIELDS,
     IDENTITY_FIELDS,
     SERVER_FIELDS,
+    SESSION_FIELDS,
     SNAPSHOT_FIELDS,
     TEXT_FIELDS,
     in_model_order,
@@ -43,6 +45,7 @@ from memories.services.namespaces import (
     namespace_create,
     namespace_update,
 )
+from memories.services.sessions import session_links_create
 from memories.services.tokens import (
     TOKEN_PREFIX_BYTES,
     TOKEN_SECRET_BYTES,
@@ -60,6 +63,7 @@ __all__ = [
     "MAX_STRENGTH",
     "NAMESPACE_EDITABLE_FIELDS",
     "SERVER_FIELDS",
+    "SESSION_FIELDS",
     "SNAPSHOT_FIELDS",
     "STRENGTH_BOOST_FACTOR",
     "TEXT_FIELDS",
@@ -85,6 +89,7 @@ __all__ = [
     "namespace_create",
     "namespace_update",
     "relation_create",
+    "session_links_create",
     "token_create",
     "token_hash",
     "token_revoke",

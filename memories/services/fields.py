@@ -36,6 +36,8 @@ EDITABLE_FIELDS = (
 )
 # Set once, on create: the id and namespace by the server, created_at by a caller or now.
 IDENTITY_FIELDS = ("id", "namespace", "created_at")
+# Set once, on create, by a caller: the conversation it was written in and its place there.
+SESSION_FIELDS = ("session_id", "position")
 # The server's: lifecycle, reinforcement counters and their times.
 SERVER_FIELDS = (
     "storage",
@@ -78,4 +80,11 @@ SNAPSHOT_FIELDS = (
     "forgotten_reason",
 )
 
-TEXT_FIELDS = ("content", "content_original", "language", "topic", "embedding_model")
+TEXT_FIELDS = (
+    "content",
+    "content_original",
+    "language",
+    "topic",
+    "embedding_model",
+    "session_id",
+)

@@ -20,9 +20,11 @@ from memories.models import Classification, Memory, MemoryEvent, Namespace, Rela
 from memories.services.fields import (
     DERIVED_FIELDS,
     EDITABLE_FIELDS,
+    SESSION_FIELDS,
     SNAPSHOT_FIELDS,
     TEXT_FIELDS,
 )
+from memories.services.sessions import linked_sessions, session_links_create, sessions_lock
 from memories.signatures import simhash_folded
 from memories.text import fold
 
@@ -122,10 +124,13 @@ def memory_build(
     content: str,
     keywords: list[str] | None = None,
     created_at: datetime | None = None,
+    session_id: str = "",
+    position: int | None = None,
     prevalidated: bool = False,
     **fields: Any,
 ) -> Memory:
     """An unsaved, validated memory with its derived fields (used by create and bulk).
+    `session_id` and `position` place it in a conversation (memories.services.sessions).
 
     `prevalidated`: the values come from memories.serializers.MemoryCreateInput, whose
     rules include every rule of the model fields (tests/api/test_memory_input.py checks
@@ -143,8 +148,11 @@ def memory_build(
         keywords=_clean_keywords(keywords),
         created_at=now,
         last_used_at=now,
+        session_id=session_id,
+        position=position,
     )
-    memory_validate(memory, fields=() if prevalidated else (*_ALWAYS_SUPPLIED, *fields))
+    supplied = (*_ALWAYS_SUPPLIED, *fields, *SESSION_FIELDS)
+    memory_validate(memory, fields=() if prevalidated else supplied)
     memory_derive(memory)
     return memory
 
@@ -156,22 +164,32 @@ def memory_create(
     content: str,
     keywords: list[str] | None = None,
     created_at: datetime | None = None,
+    session_id: str = "",
+    position: int | None = None,
     actor=None,
     source: str = "system",
     prevalidated: bool = False,
     **fields: Any,
 ) -> Memory:
-    """Store one memory in a namespace. `fields` are any of EDITABLE_FIELDS;
-    `prevalidated` as in memory_build."""
+    """Store one memory in a namespace. `fields` are any of EDITABLE_FIELDS; `session_id`,
+    `position` and `prevalidated` as in memory_build."""
+    # The session's lock first: a memory's default created_at is taken after it, so turns
+    # written at once by two writers are ordered as they were written.
+    linked = linked_sessions([(namespace, session_id if isinstance(session_id, str) else "")])
+    sessions_lock(linked)
     memory = memory_build(
         namespace=namespace,
         content=content,
         keywords=keywords,
         created_at=created_at,
+        session_id=session_id,
+        position=position,
         prevalidated=prevalidated,
         **fields,
     )
     memory.save(force_insert=True)
+    if linked:
+        session_links_create([memory.pk], now=memory.created_at)
     memory_event_record(
         memory=memory,
         kind=MemoryEvent.Kind.CREATED,
@@ -464,6 +482,12 @@ def memory_bulk_create(
     built: list[Memory] = []
     event_rows: list[tuple] = []
     errors: dict[str, list[str]] = {}
+    linked = linked_sessions(
+        (item["namespace"], item.get("session_id") or "")
+        for item in items
+        if isinstance(item.get("namespace"), Namespace) and isinstance(item.get("session_id"), str)
+    )
+    sessions_lock(linked)
     with writer(Memory, ids=True, expected=len(items)) as write:
         chunk: list[Memory] = []
         for index, item in enumerate(items):
@@ -486,6 +510,8 @@ def memory_bulk_create(
                 chunk = []
         if errors:
             raise ValidationError(errors)
+    if linked:
+        session_links_create(memory.pk for memory in built if memory.session_id)
     _events_and_announce(built, event_rows)
     return built
 
@@ -494,5 +520,8 @@ def memory_bulk_create(
 def memories_insert(built: list[Memory], *, actor=None, source: str = "system") -> None:
     """Write built (validated, derived) memories with their 'created' events and cards,
     set-based, all or nothing. The benchmark's corpus loader uses it."""
+    sessions_lock(linked := linked_sessions((m.namespace, m.session_id) for m in built))
     insert_new(built, ids=True)
+    if linked:
+        session_links_create(memory.pk for memory in built if memory.session_id)
     _events_and_announce(built, _created_event_rows(built, actor, source))

@@ -51,6 +51,7 @@ NAMESPACE_EDITABLE_FIELDS = (
     "scheduler",
     "desired_retention",
     "new_cards_per_day",
+    "session_links",
 )
 
 

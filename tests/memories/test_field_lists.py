@@ -13,6 +13,7 @@ from memories.models import Memory
 GROUPS = (
     services.EDITABLE_FIELDS,
     services.IDENTITY_FIELDS,
+    services.SESSION_FIELDS,
     services.SERVER_FIELDS,
     services.DERIVED_FIELDS,
     services.EMBEDDING_FIELDS,
@@ -56,6 +57,7 @@ def test_the_api_inputs_take_the_editable_fields():
         *services.EDITABLE_FIELDS,
         "namespace",
         "created_at",
+        *services.SESSION_FIELDS,  # set on create only (issue 15)
     )
 
 
@@ -92,6 +94,8 @@ def test_the_api_output_fields_are_unchanged_and_built_from_the_groups():
         "last_recalled_at",
         "recall_timestamps",
         "session_ids",
+        "session_id",  # issue 15
+        "position",  # issue 15
         "created_at",
         "updated_at",
         "expires_at",
@@ -107,6 +111,7 @@ def test_the_api_output_fields_are_unchanged_and_built_from_the_groups():
     assert shown <= {
         *services.EDITABLE_FIELDS,
         *services.SERVER_FIELDS,
+        *services.SESSION_FIELDS,
         "id",
         "namespace",
         "created_at",
@@ -128,6 +133,8 @@ def test_the_read_only_names_are_unchanged():
         "last_recalled_at",
         "recall_timestamps",
         "session_ids",
+        "session_id",  # set on create only (issue 15)
+        "position",
         "updated_at",
         "forgotten_at",
         "forgotten_reason",
@@ -177,6 +184,8 @@ def test_the_export_columns_are_unchanged_and_the_import_takes_each():
         "last_recalled_at",
         "recall_timestamps",
         "session_ids",
+        "session_id",  # issue 15
+        "position",
         "created_at",
         "expires_at",
         "embedding",
