@@ -2,10 +2,12 @@
 
 Each conversation is loaded into a fresh namespace: one memory per turn ("Speaker: text";
 with --captions, plus "[shares <caption>]" when the turn shared an image), keywords = the
-speaker, created at its session's date (plus one second per turn, to keep turn order);
-neighbouring turns of a session are linked by associations (next turn weight 1.0, the turn
-after 0.5). Every question of categories 1-4 that has evidence is asked with tracking off;
-recall@k is the share of its evidence turns among the first k results, averaged.
+speaker, created at its session's date (plus one second per turn, to keep turn order), its
+LoCoMo session as session_id and its index as position, written through the bulk
+endpoint's serializer and service (or, with --http, the API itself): the links between
+neighbouring turns are the product's own session links. Every question of categories 1-4
+that has evidence is asked with tracking off; recall@k is the share of its evidence turns
+among the first k results, averaged.
 The namespaces are deleted afterwards unless --keep.
 """
 
@@ -21,22 +23,24 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
-from django.db import transaction
 
+from benchmarks.api_client import ApiClient
 from benchmarks.stats import percentile
-from memories.models import Association, Classification, Memory, Namespace
-from memories.services import memory_build, namespace_create
+from memories.models import Classification, Memory, Namespace
+from memories.serializers import validate_memory_input
+from memories.services import memory_bulk_create, namespace_create
 from recall.embeddings import embed_pending
 from recall.pipeline import RecallConfig
 from recall.services import recall_run
 from recall.stages import ALL_STAGES
 
 EVAL_USERNAME = "recall-eval"
+# Items per POST /memories/bulk with --http (within the default API_BULK_MAX).
+BULK_REQUEST = 500
 CATEGORIES = (1, 2, 3, 4)
-NEXT_TURN_WEIGHT = 1.0
-SKIP_TURN_WEIGHT = 0.5
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%Y-%m-%d %H:%M", "%Y-%m-%d")
 
 
@@ -91,57 +95,77 @@ def turn_content(turn: dict, *, captions: bool) -> str:
     return text
 
 
-@transaction.atomic
-def load_conversation(
-    item: dict, *, owner, captions: bool = False, associations: bool = True
-) -> tuple[Namespace, dict[int, str]]:
-    """A fresh namespace holding one memory per turn; returns it and memory id -> dia_id."""
+def conversation_items(item: dict, *, captions: bool = False) -> list[dict[str, Any]]:
+    """One conversation's turns as the items of a bulk create, in the API's shape: the
+    content, the speaker as keyword, the session's date plus one second per turn, the
+    LoCoMo session as session_id and the turn's index as position; and each turn's dia_id
+    under "_dia_id" (which the caller removes before sending)."""
     conversation = item.get("conversation") or {}
-    sample = str(item.get("sample_id") or "conversation")
-    namespace = namespace_create(
-        owner=owner,
-        name=f"eval {sample}",
-        slug=f"eval-{re.sub(r'[^a-z0-9-]+', '-', sample.lower())}-{uuid.uuid4().hex[:8]}",
-    )
     base = datetime(2000, 1, 1, tzinfo=UTC)
-    built: list[Memory] = []
-    dia_ids: list[str] = []
-    session_of: list[int] = []
+    items: list[dict[str, Any]] = []
     for index, (number, date, turns) in enumerate(sessions(conversation)):
         start = date or base + timedelta(days=index)
         for position, turn in enumerate(turns):
             if not str(turn.get("text", "")).strip():
                 continue
             speaker = str(turn.get("speaker", "")).strip()
-            built.append(
-                memory_build(
-                    namespace=namespace,
-                    content=turn_content(turn, captions=captions),
-                    keywords=[speaker] if speaker else [],
-                    created_at=start + timedelta(seconds=position),
-                    classification=Classification.PUBLIC,
-                )
+            items.append(
+                {
+                    "content": turn_content(turn, captions=captions),
+                    "keywords": [speaker] if speaker else [],
+                    "created_at": (start + timedelta(seconds=position)).isoformat(),
+                    "session_id": f"session_{number}",
+                    "position": position,
+                    "_dia_id": str(turn.get("dia_id", "")),
+                }
             )
-            dia_ids.append(str(turn.get("dia_id", "")))
-            session_of.append(number)
-    created = Memory.objects.bulk_create(built, batch_size=500)
-    if associations:
-        links = []
-        for i in range(len(created)):
-            for step, weight in ((1, NEXT_TURN_WEIGHT), (2, SKIP_TURN_WEIGHT)):
-                j = i + step
-                if j < len(created) and session_of[j] == session_of[i]:
-                    links.append(
-                        Association(
-                            namespace=namespace,
-                            source=created[i],
-                            target=created[j],
-                            weight=weight,
-                            kind="next_turn" if step == 1 else "near_turn",
-                        )
-                    )
-        Association.objects.bulk_create(links, batch_size=1000)
+    return items
+
+
+def namespace_slug(item: dict) -> str:
+    sample = str(item.get("sample_id") or "conversation")
+    return f"eval-{re.sub(r'[^a-z0-9-]+', '-', sample.lower())}-{uuid.uuid4().hex[:8]}"[:100]
+
+
+def load_conversation(
+    item: dict, *, owner, captions: bool = False, associations: bool = True
+) -> tuple[Namespace, dict[int, str]]:
+    """A fresh namespace holding one memory per turn, written as an agent writes them: each
+    request's worth of items (API_BULK_MAX) validated by the bulk endpoint's serializer and
+    stored by its service, memory_bulk_create, which links each session's turns
+    (`associations` False: a namespace with session_links off). Returns the namespace and
+    memory id -> dia_id."""
+    slug = namespace_slug(item)
+    namespace = namespace_create(owner=owner, name=slug, slug=slug, session_links=associations)
+    items = conversation_items(item, captions=captions)
+    dia_ids = [entry.pop("_dia_id") for entry in items]
+    created: list[Memory] = []
+    for start in range(0, len(items), settings.API_BULK_MAX):
+        chunk = items[start : start + settings.API_BULK_MAX]
+        validated = []
+        for entry in chunk:
+            fields = validate_memory_input({**entry, "namespace": namespace.slug})
+            fields.pop("namespace")
+            validated.append({"namespace": namespace, **fields})
+        created += memory_bulk_create(items=validated, source="eval", prevalidated=True)
     return namespace, {memory.pk: dia for memory, dia in zip(created, dia_ids, strict=True)}
+
+
+def load_conversation_http(
+    item: dict, *, client: ApiClient, captions: bool = False, associations: bool = True
+) -> tuple[str, dict[int, str]]:
+    """load_conversation through the REST API: POST /namespaces, then POST /memories/bulk
+    with the same items, in requests of BULK_REQUEST items. Returns the namespace's slug and
+    memory id -> dia_id."""
+    slug = namespace_slug(item)
+    client.post("/namespaces", {"name": slug, "slug": slug, "session_links": associations})
+    items = conversation_items(item, captions=captions)
+    dia_ids = [entry.pop("_dia_id") for entry in items]
+    created: list[dict] = []
+    for start in range(0, len(items), BULK_REQUEST):
+        chunk = items[start : start + BULK_REQUEST]
+        created += client.post("/memories/bulk", {"namespace": slug, "memories": chunk})
+    return slug, {memory["id"]: dia for memory, dia in zip(created, dia_ids, strict=True)}
 
 
 def evaluate(
@@ -155,15 +179,18 @@ def evaluate(
     associations: bool = True,
     embed: bool = False,
     keep: bool = False,
+    http: ApiClient | None = None,
 ) -> dict[str, Any]:
     """Load each conversation into a fresh namespace, ask its questions; the figures.
 
     `ks` sorted ascending; the figures are recall@k overall and per category, the
-    latency of recall_run and the configuration (the shape `--json` writes).
-    CommandError when the file has no question of categories 1-4 with evidence.
+    latency of a recall and the configuration (the shape `--json` writes). With `http`,
+    through the REST API of a running server (its settings rule recall; the namespaces
+    stay, as the API deletes none). CommandError when the file has no question of
+    categories 1-4 with evidence.
     """
-    owner, _ = get_user_model().objects.get_or_create(username=EVAL_USERNAME)
     limit = max(ks)
+    owner = None if http else get_user_model().objects.get_or_create(username=EVAL_USERNAME)[0]
 
     hits: dict[int, list[float]] = defaultdict(list)  # k -> per-question recall
     by_category: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -173,15 +200,17 @@ def evaluate(
     namespaces: list[Namespace] = []
     try:
         for item in data:
-            namespace, dia_of = load_conversation(
-                item,
-                owner=owner,
-                captions=captions,
-                associations=associations,
-            )
-            namespaces.append(namespace)
+            if http:
+                slug, dia_of = load_conversation_http(
+                    item, client=http, captions=captions, associations=associations
+                )
+            else:
+                namespace, dia_of = load_conversation(
+                    item, owner=owner, captions=captions, associations=associations
+                )
+                namespaces.append(namespace)
             memories += len(dia_of)
-            if embed:
+            if embed and not http:
                 t0 = time.perf_counter()
                 embed_pending(namespace_ids=[namespace.pk], provider=config.embedding_provider)
                 embed_seconds += time.perf_counter() - t0
@@ -191,17 +220,29 @@ def evaluate(
                 if category not in CATEGORIES or not evidence or not qa.get("question"):
                     continue
                 t0 = time.perf_counter()
-                result = recall_run(
-                    namespaces=[namespace],
-                    ceiling=Classification.RESTRICTED,
-                    query=str(qa["question"]),
-                    limit=limit,
-                    track=False,
-                    stages=stages,
-                    config=config,
-                )
+                if http:
+                    body: dict[str, Any] = {
+                        "query": str(qa["question"]),
+                        "namespaces": [slug],
+                        "limit": limit,
+                        "track": False,
+                    }
+                    if stages:
+                        body["stages"] = stages
+                    ids = [hit["memory_id"] for hit in http.post("/recall", body)["results"]]
+                else:
+                    result = recall_run(
+                        namespaces=[namespace],
+                        ceiling=Classification.RESTRICTED,
+                        query=str(qa["question"]),
+                        limit=limit,
+                        track=False,
+                        stages=stages,
+                        config=config,
+                    )
+                    ids = [hit.memory_id for hit in result.results]
                 latencies.append((time.perf_counter() - t0) * 1000)
-                returned = [dia_of.get(hit.memory_id) for hit in result.results]
+                returned = [dia_of.get(memory_id) for memory_id in ids]
                 for k in ks:
                     top = set(returned[:k])
                     share = sum(1 for e in evidence if e in top) / len(evidence)
@@ -221,6 +262,7 @@ def evaluate(
         "memories": memories,
         "questions": questions,
         "configuration": {
+            "server": http.base if http else "",
             "fusion": config.fusion,
             "stages": stages or list(ALL_STAGES),
             "embeddings": config.embedding_provider if config.embedding_enabled else "off",

@@ -3,6 +3,8 @@
 import django.core.validators
 from django.db import migrations, models
 
+from memories.search_triggers import reinstall_sqlite_search
+
 
 class Migration(migrations.Migration):
 
@@ -11,6 +13,8 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # Unapplying rebuilds memories_memory on SQLite too: its triggers come back last.
+        migrations.RunPython(migrations.RunPython.noop, reinstall_sqlite_search().code),
         migrations.AddField(
             model_name='memory',
             name='position',
@@ -34,4 +38,6 @@ class Migration(migrations.Migration):
             model_name='memory',
             constraint=models.CheckConstraint(condition=models.Q(('position__isnull', True), models.Q(('position__gte', 0), ('position__lte', 2147483647)), _connector='OR'), name='memory_position_range'),
         ),
+        # AddField rebuilds memories_memory on SQLite, dropping its triggers.
+        reinstall_sqlite_search(),
     ]

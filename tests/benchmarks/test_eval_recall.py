@@ -9,8 +9,14 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from benchmarks.locomo import evidence_ids, load_conversation, parse_session_date
+from benchmarks.locomo import (
+    conversation_items,
+    evidence_ids,
+    load_conversation,
+    parse_session_date,
+)
 from benchmarks.stats import percentile
+from memories import services
 from memories.models import Association, Memory, Namespace
 
 FIXTURE = Path(__file__).parent / "fixtures" / "locomo_small.json"
@@ -59,6 +65,48 @@ def test_it_loads_one_memory_per_turn_linked_to_its_neighbours(user):
     assert cello.created_at.isoformat().startswith("2024-03-03T09:15:03")
     # Session 1: 3 next-turn + 2 skip-turn links; session 2 the same; none across sessions.
     assert Association.objects.filter(namespace=namespace).count() == 10
+
+
+def _written(namespace) -> tuple[list[tuple], set[tuple]]:
+    """What a load wrote, without ids: the memories' fields a client sets and the links
+    between them, named by the turns' contents."""
+    memories = Memory.objects.filter(namespace=namespace).order_by("id")
+    rows = [
+        (m.content, m.keywords, m.created_at, m.session_id, m.position, m.classification)
+        for m in memories
+    ]
+    content = dict(memories.values_list("id", "content"))
+    links = {
+        (content[a.source_id], content[a.target_id], a.weight, a.kind)
+        for a in Association.objects.filter(namespace=namespace)
+    }
+    return rows, links
+
+
+def test_it_writes_exactly_what_an_agent_writes_through_the_bulk_endpoint(user, make_token, api):
+    """The evaluation's load and the API's bulk endpoint, given the same turns, store the
+    same memories and the same links (issue 15: the measured path is the product path)."""
+    item = json.loads(FIXTURE.read_text())[0]
+    loaded, _ = load_conversation(item, owner=user)
+
+    agents = services.namespace_create(owner=user, name="Agent")
+    _, secret = make_token(user)
+    turns = [{k: v for k, v in turn.items() if k != "_dia_id"} for turn in conversation_items(item)]
+    response = api(secret).post(
+        "/api/v1/memories/bulk", {"namespace": agents.slug, "memories": turns}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+
+    assert _written(loaded) == _written(agents)
+    assert _written(loaded)[1]  # the sessions' links are there, written by the product
+
+
+def test_without_associations_its_namespaces_do_not_link_sessions(user):
+    item = json.loads(FIXTURE.read_text())[0]
+    namespace, _ = load_conversation(item, owner=user, associations=False)
+    assert namespace.session_links is False
+    assert not Association.objects.filter(namespace=namespace).exists()
+    assert Memory.objects.filter(namespace=namespace).exclude(session_id="").count() == 8
 
 
 def test_it_parses_session_dates_and_packed_evidence():

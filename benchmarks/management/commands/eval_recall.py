@@ -7,12 +7,14 @@ questions scored); this command reads the options and prints the figures.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from benchmarks.api_client import ApiClient
 from benchmarks.locomo import evaluate, read_locomo
 from recall.pipeline import RecallConfig
 from recall.stages import ALL_STAGES
@@ -53,6 +55,17 @@ class Command(BaseCommand):
         parser.add_argument("--conversations", type=int, help="only the first N conversations")
         parser.add_argument("--json", dest="json_out", help="write the figures to this file")
         parser.add_argument("--keep", action="store_true", help="keep the namespaces")
+        parser.add_argument(
+            "--http",
+            metavar="URL",
+            help="go through the REST API of the server at URL (e.g. http://127.0.0.1:8000): "
+            "the same loading and questions, over real HTTP; its settings rule recall, and "
+            "its namespaces stay (the API deletes none)",
+        )
+        parser.add_argument(
+            "--token",
+            help="with --http: a write token for all namespaces (default: $ENGRAM_TOKEN)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         # Latency is reported as production would see it: without the query log.
@@ -89,6 +102,19 @@ class Command(BaseCommand):
             if options["provider"]:
                 overrides["embedding_provider"] = options["provider"]
         config = RecallConfig.from_settings(**overrides)
+        http = None
+        if options["http"]:
+            if overrides:
+                raise CommandError(
+                    "--http evaluates the server as it is configured: recall options "
+                    "(--fusion, --embed, --mmr-lambda, ...) are the server's settings"
+                )
+            token = options["token"] or os.environ.get("ENGRAM_TOKEN", "")
+            if not token:
+                raise CommandError("--http needs --token (or ENGRAM_TOKEN)")
+            http = ApiClient(options["http"], token)
+        elif options["token"]:
+            raise CommandError("--token goes with --http")
         figures = evaluate(
             data,
             file=str(path),
@@ -99,6 +125,7 @@ class Command(BaseCommand):
             associations=not options["no_associations"],
             embed=options["embed"],
             keep=options["keep"],
+            http=http,
         )
         self._print(figures, ks)
         if options["json_out"]:
@@ -108,16 +135,19 @@ class Command(BaseCommand):
         out = self.stdout.write
         conf = figures["configuration"]
         out(f"LoCoMo evaluation of {figures['file']}")
+        if conf["server"]:
+            out(f"through the REST API of {conf['server']} (the server's recall settings)")
         out(
             f"{figures['conversations']} conversations, {figures['memories']} memories, "
             f"{figures['questions']} questions (categories 1-4)"
         )
-        out(
-            f"fusion={conf['fusion']} stages={','.join(conf['stages'])} "
-            f"embeddings={conf['embeddings']} captions={conf['captions']} "
-            f"associations={conf['associations']} mmr_lambda={conf['mmr_lambda']} "
-            f"short_circuit={conf['short_circuit']}"
-        )
+        if not conf["server"]:
+            out(
+                f"fusion={conf['fusion']} stages={','.join(conf['stages'])} "
+                f"embeddings={conf['embeddings']} captions={conf['captions']} "
+                f"associations={conf['associations']} mmr_lambda={conf['mmr_lambda']} "
+                f"short_circuit={conf['short_circuit']}"
+            )
         out("overall     " + "  ".join(f"recall@{k} {figures['recall'][k]:.3f}" for k in ks))
         for category, row in figures["by_category"].items():
             out(
