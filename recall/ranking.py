@@ -97,19 +97,29 @@ def add_association_support(candidates: dict[int, Candidate], support: dict[int,
 
 
 def episode_boost(candidates: dict[int, Candidate], boost: float, window_minutes: float) -> None:
-    """+ boost x the best relevance among candidates written within the window of this one.
+    """+ boost x the best relevance among the candidates of this one's episode.
 
     Memories written in the same sitting (one conversation, one work session) tend to be
-    about the same thing: a strong hit lends its episode some of its weight. Computed
-    with two sliding-window maxima over the candidates sorted by time, O(n).
+    about the same thing: a strong hit lends its episode some of its weight. A memory
+    written in a session (session_id) shares it with the candidates of that session, in its
+    namespace; one without a session, with the candidates without a session written within
+    the window of it (two sliding-window maxima over them sorted by time, O(n)).
     """
     if not boost or not candidates:
         return
     window = window_minutes * 60
+    sessions: dict[tuple[int, str], list[Candidate]] = {}
     by_namespace: dict[int, list[Candidate]] = {}
     for cand in candidates.values():
-        by_namespace.setdefault(cand.row["namespace_id"], []).append(cand)
+        session = cand.row.get("session_id") or ""
+        if session:
+            sessions.setdefault((cand.row["namespace_id"], session), []).append(cand)
+        else:
+            by_namespace.setdefault(cand.row["namespace_id"], []).append(cand)
     gains: list[tuple[Candidate, float]] = []
+    for group in sessions.values():
+        best = max(c.relevance for c in group)
+        gains += [(cand, boost * best) for cand in group]
     for group in by_namespace.values():
         group.sort(key=lambda c: c.row["created_ts"])
         times = [c.row["created_ts"] for c in group]

@@ -37,6 +37,7 @@ ROW_FIELDS = (
     "created_ts",
     "emotion_tags",
     "importance_flags",
+    "session_id",
 )
 _JSON_FIELDS = ("keywords", "recall_timestamps", "emotion_tags", "importance_flags")
 # Times are read as Unix seconds: decoding a few hundred timestamps per query into aware

@@ -92,6 +92,20 @@ def test_episode_boost_lends_the_best_relevance_within_the_window_of_one_namespa
     )
 
 
+def test_episode_boost_uses_the_session_when_there_is_one():
+    # A conversation spread over days is one episode; two sessions at the same minute are
+    # two; a memory without a session keeps the time window, among those without one.
+    strong = candidate(1, 1.0, created_ts=0.0, session_id="chat")
+    days_later = candidate(2, 0.2, created_ts=5 * 86_400.0, session_id="chat")
+    same_minute = candidate(3, 0.1, created_ts=30.0, session_id="other")
+    no_session = candidate(4, 0.4, created_ts=60.0)
+    other_namespace = candidate(5, 0.1, created_ts=0.0, session_id="chat", namespace_id=2)
+    episode_boost(by_id(strong, days_later, same_minute, no_session, other_namespace), 0.3, 30)
+    assert [
+        c.relevance for c in (strong, days_later, same_minute, no_session, other_namespace)
+    ] == pytest.approx([1.3, 0.5, 0.13, 0.52, 0.13])
+
+
 def test_normalise_scales_the_best_relevance_to_one():
     candidates = by_id(candidate(1, 2.0), candidate(2, 0.5))
     normalise(candidates)
