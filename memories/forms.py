@@ -17,7 +17,8 @@ from django.forms.models import fields_for_model
 from django.utils import timezone
 
 from memories import substring
-from memories.models import ApiToken, Memory, Namespace
+from memories.models import SESSION_ID_LENGTH, ApiToken, Memory, Namespace
+from memories.selectors import SESSION_ORDER
 from memories.services import EDITABLE_FIELDS, NAMESPACE_EDITABLE_FIELDS
 
 DATETIME_LOCAL = "%Y-%m-%dT%H:%M"
@@ -259,6 +260,7 @@ SORTS = {
     "strength": ("-strength", "-id"),
     "utility": ("-utility", "-id"),
     "topic": ("topic", "-created_at", "-id"),
+    "turns": SESSION_ORDER,
 }
 SORT_CHOICES = [
     ("new", "Newest"),
@@ -268,6 +270,7 @@ SORT_CHOICES = [
     ("strength", "Strongest"),
     ("utility", "Most useful"),
     ("topic", "Topic"),
+    ("turns", "Conversation order"),
 ]
 ANY = [("", "Any")]
 
@@ -299,6 +302,12 @@ class MemoryFilterForm(DashboardForm):
             ("", "Any"),
             *((str(v), label) for v, label in Memory._meta.get_field("classification").choices),
         ],
+    )
+    session_id = forms.CharField(
+        required=False,
+        max_length=SESSION_ID_LENGTH,
+        label="Session",
+        help_text="The memories written in one conversation.",
     )
     sort = forms.ChoiceField(required=False, choices=SORT_CHOICES)
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 
 from config.db import pick
 from memories.auth import Scope
@@ -20,7 +21,7 @@ from memories.sweep import SweepConfig
 # The status filter's value for "every status, forgotten ones included".
 ANY_STATUS = "any"
 # Filters that keep the memories whose field equals the value.
-EXACT_FILTERS = ("topic", "tier", "memory_type", "classification")
+EXACT_FILTERS = ("topic", "tier", "memory_type", "classification", "session_id")
 
 
 def memory_list(
@@ -30,9 +31,9 @@ def memory_list(
 
     `filters` may hold namespace (a Namespace of the scope), status (a Memory.Status, or
     ANY_STATUS; absent: every status but forgotten), topic, tier, memory_type,
-    classification, created_after, created_before and q (text the memory contains); other
-    keys, such as paging parameters, are ignored. Without `ordering` the model's own order
-    stands, for callers whose paginator sorts.
+    classification, session_id, created_after, created_before and q (text the memory
+    contains); other keys, such as paging parameters, are ignored. Without `ordering` the
+    model's own order stands, for callers whose paginator sorts.
     """
     memories = scope.memories().select_related("namespace")
     if "namespace" in filters:
@@ -54,6 +55,58 @@ def memory_list(
     if ordering:
         memories = memories.order_by(*ordering)
     return memories
+
+
+# A session's order: position, else created_at, else the order of writing (as
+# memories.services.sessions links its turns).
+SESSION_ORDER = (F("position").asc(nulls_last=True), "created_at", "id")
+SESSION_ORDER_REVERSED = (F("position").desc(nulls_first=True), "-created_at", "-id")
+
+
+@dataclass(frozen=True)
+class SessionTurns:
+    """A memory's place in its session: the turns just before and after it, its number."""
+
+    session_id: str
+    before: list[Memory]  # in session order
+    after: list[Memory]
+    number: int  # 1-based
+    total: int
+
+    @property
+    def first_number(self) -> int:
+        """The number of the first turn shown."""
+        return self.number - len(self.before)
+
+
+def session_turns(memory: Memory, *, around: int = 3) -> SessionTurns | None:
+    """The memory's neighbours in its session (None without a session): four indexed
+    queries whatever the session's length, on the partial index memory_ns_session."""
+    if not memory.session_id:
+        return None
+    session = Memory.objects.filter(namespace_id=memory.namespace_id, session_id=memory.session_id)
+    position, created, pk = memory.position, memory.created_at, memory.pk
+    same_time_before = Q(created_at__lt=created) | Q(created_at=created, id__lt=pk)
+    same_time_after = Q(created_at__gt=created) | Q(created_at=created, id__gt=pk)
+    if position is None:  # after every turn with a position
+        earlier = Q(position__isnull=False) | (Q(position__isnull=True) & same_time_before)
+        later = Q(position__isnull=True) & same_time_after
+    else:
+        earlier = Q(position__lt=position) | (Q(position=position) & same_time_before)
+        later = (
+            Q(position__isnull=True)
+            | Q(position__gt=position)
+            | (Q(position=position) & same_time_after)
+        )
+    before = list(session.filter(earlier).order_by(*SESSION_ORDER_REVERSED)[:around])[::-1]
+    after = list(session.filter(later).order_by(*SESSION_ORDER)[:around])
+    return SessionTurns(
+        session_id=memory.session_id,
+        before=before,
+        after=after,
+        number=session.filter(earlier).count() + 1,
+        total=session.count(),
+    )
 
 
 # The home page's histogram: bins of 0.05 from 0 to 1, the last one holding every score

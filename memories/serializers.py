@@ -292,6 +292,11 @@ class MemoryListFilter(StrictSerializer):
     )
     memory_type = serializers.ChoiceField(choices=Memory.MemoryType.choices, required=False)
     classification = ClassificationField(required=False)
+    session_id = serializers.CharField(
+        required=False,
+        max_length=SESSION_ID_LENGTH,
+        help_text="The memories written in this session (conversation).",
+    )
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)
     q = serializers.CharField(

@@ -38,7 +38,7 @@ from memories.forms import (
 )
 from memories.models import ApiToken, Memory, MemoryEvent, Namespace
 from memories.plots import decay_curve_svg
-from memories.selectors import decay_thresholds
+from memories.selectors import decay_thresholds, session_turns
 
 PAGE_SIZE = 25
 HISTORY_LIMIT = 50
@@ -117,6 +117,7 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "links_out": list(memory.links_out.select_related("target")),
         "links_in": list(memory.links_in.select_related("source")),
         "relations": list(memory.relations.select_related("subject", "object")),
+        "session": session_turns(memory),
         "forget_form": ForgetForm(),
         "now": now,
     }

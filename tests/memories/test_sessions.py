@@ -10,11 +10,13 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from django.utils import timezone
 
 from memories import services
 from memories.importer import ImportFailed, namespace_import
 from memories.models import Association, Classification, Memory
+from memories.selectors import session_turns
 from memories.services.sessions import NEAR_TURN, NEXT_TURN, session_links_create
 from memories.transfer import FORMAT, VERSION, namespace_export
 
@@ -251,3 +253,62 @@ def test_an_import_refuses_a_bad_session_naming_the_line(namespace, nothing_writ
         namespace_import(namespace=namespace, lines=[json.dumps(r) for r in records])
     assert failed.value.line == 2
     assert failed.value.messages == ["position: Ensure this value is greater than or equal to 0."]
+
+
+# --- Reading a conversation: the list filter and the memory page --------------------------
+
+
+def turns_in(namespace, *positions) -> list[Memory]:
+    return [
+        services.memory_create(
+            namespace=namespace, content=f"turn {p}", session_id="chat", position=p
+        )
+        for p in positions
+    ]
+
+
+def test_a_memory_s_neighbours_in_session_order(namespace):
+    memories = {m.position: m for m in turns_in(namespace, 4, 0, 2, 1, 3, 5, 6)}
+    unpositioned = services.memory_create(namespace=namespace, content="late", session_id="chat")
+    services.memory_create(namespace=namespace, content="elsewhere", session_id="other")
+
+    turns = session_turns(memories[3], around=2)
+    assert [m.position for m in turns.before] == [1, 2]
+    assert [m.position for m in turns.after] == [4, 5]
+    assert (turns.number, turns.total, turns.first_number) == (4, 8, 2)
+
+    last = session_turns(unpositioned, around=3)
+    assert [m.position for m in last.before] == [4, 5, 6] and last.after == []
+    assert (last.number, last.total) == (8, 8)
+    first = session_turns(memories[0], around=3)
+    assert first.before == [] and first.number == 1
+    assert session_turns(services.memory_create(namespace=namespace, content="x")) is None
+
+
+def test_the_memory_page_lists_its_session_s_neighbours(ada_client, user, personal):
+    first, second, third = turns_in(personal, 0, 1, 2)
+    page = ada_client.get(reverse("memory-detail", args=[second.pk]))
+    html = page.content.decode()
+    assert "Turn 2 of 3 in session" in html
+    assert f'href="{reverse("memory-detail", args=[first.pk])}" rel="prev"' in html
+    assert f'href="{reverse("memory-detail", args=[third.pk])}" rel="next"' in html
+
+    listed = ada_client.get(
+        reverse("memory-list"),
+        {"namespace": personal.slug, "session_id": "chat", "sort": "turns"},
+    )
+    assert [row["memory"].pk for row in listed.context["rows"]] == [
+        first.pk,
+        second.pk,
+        third.pk,
+    ]
+
+
+def test_the_api_lists_a_session(writer, namespace):
+    ids = [post(writer, namespace, f"t{i}", session_id="chat")["id"] for i in range(3)]
+    post(writer, namespace, "other", session_id="other")
+    body = writer.get("/api/v1/memories", {"namespace": namespace.slug, "session_id": "chat"})
+    assert body.status_code == 200
+    assert sorted(m["id"] for m in body.json()["results"]) == ids
+    too_long = writer.get("/api/v1/memories", {"session_id": "x" * 101})
+    assert too_long.status_code == 400 and "session_id" in too_long.json()["error"]["fields"]
