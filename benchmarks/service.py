@@ -193,6 +193,10 @@ def machine_rows() -> list[Row]:
     ]
 
 
+# Conversations in the ingest figure of sessions.
+SESSIONS = 10
+
+
 def ingest_rows(creates: int, server: Server | None, token: str, progress: Progress) -> list[Row]:
     """memory_create and memory_bulk_create in process, and over HTTP when served."""
     scratch = corpus.scratch_namespace()
@@ -220,6 +224,25 @@ def ingest_rows(creates: int, server: Server | None, token: str, progress: Progr
     seconds = time.perf_counter() - t0
     rows.append(
         ("ingest", f"service: memory_bulk_create of {bulk}", f"{bulk / seconds:,.0f}", "mem/s")
+    )
+    # The same in conversations, as an agent stores them: each item a turn of one of
+    # SESSIONS sessions, linked to the two turns before it (memories.services.sessions).
+    progress(f"  ingest: memory_bulk_create of {bulk} in {SESSIONS} sessions ...")
+    items = corpus.memory_items(scratch, vocab, rng, bulk, now)
+    turns = [
+        {**item, "created_at": None, "session_id": f"bench-{i % SESSIONS}", "position": i}
+        for i, item in enumerate(items)
+    ]
+    t0 = time.perf_counter()
+    memory_bulk_create(items=turns, source="bench")
+    seconds = time.perf_counter() - t0
+    rows.append(
+        (
+            "ingest",
+            f"service: memory_bulk_create of {bulk} in {SESSIONS} sessions",
+            f"{bulk / seconds:,.0f}",
+            "mem/s",
+        )
     )
 
     if server:
