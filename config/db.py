@@ -7,6 +7,7 @@ connection; the default is Django's default connection.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import connection as default_connection
@@ -28,3 +29,20 @@ def is_sqlite(conn: Any = None) -> bool:
 def pick(*, postgres: Any, sqlite: Any, conn: Any = None) -> Any:
     """The engine's own form of a value, e.g. an SQL fragment written both ways."""
     return postgres if is_postgres(conn) else sqlite
+
+
+def lock_keys(keys: Iterable[str], conn: Any = None) -> None:
+    """Hold a lock on each key until the transaction ends: writers that would otherwise
+    both pass a check before either inserts (two turns of one session, two copies of one
+    text) take their turns. PostgreSQL transaction advisory locks, taken in one order so
+    two writers never deadlock; SQLite runs one writing transaction at a time (IMMEDIATE),
+    so there is nothing to take. A hash collision only makes two writers wait."""
+    ordered = sorted(set(keys))
+    if not ordered or not is_postgres(conn):
+        return
+    with (conn or default_connection).cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) "
+            "FROM (SELECT k FROM unnest(%s::text[]) AS k ORDER BY k OFFSET 0) AS ordered",
+            [ordered],
+        )

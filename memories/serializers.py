@@ -250,6 +250,15 @@ class MemoryOutput(PlannedRepresentation):
 _declares(MemoryOutput, MEMORY_OUTPUT_FIELDS)
 
 
+class MemoryWritten(MemoryOutput):
+    """A create's answer (the schema's; the views add the flag to MemoryOutput's data)."""
+
+    deduplicated = serializers.BooleanField(
+        help_text="True: the namespace already held this text; this is that memory, counted "
+        "as a use."
+    )
+
+
 def validate_memory_input(data: Any) -> dict[str, Any]:
     """MemoryCreateInput(data=data).is_valid(raise_exception=True); its validated data.
 
@@ -363,6 +372,7 @@ class NamespaceOutput(serializers.ModelSerializer):
             "desired_retention",
             "new_cards_per_day",
             "session_links",
+            "dedupe",
             "memory_count",
             "created_at",
         ]
@@ -405,6 +415,12 @@ class NamespaceInput(StrictSerializer):
     session_links = StrictBooleanField(
         required=False,
         help_text="Link each new memory to the previous turns of its session (default on).",
+    )
+    dedupe = serializers.ChoiceField(
+        choices=Namespace.Dedupe.choices,
+        required=False,
+        help_text="exact (default): a create of a text a live memory has answers with that "
+        "memory; off: store every write.",
     )
 
 

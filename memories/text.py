@@ -6,6 +6,7 @@ whatever their case, accents or compatibility forms ("Ｃａｆé" and "cafe" ma
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 
@@ -30,3 +31,10 @@ def fold(text: str) -> str:
 def words(text: str) -> list[str]:
     """Folded word tokens (runs of \\w: letters, digits, underscore), in text order."""
     return WORD.findall(fold(text))
+
+
+def content_key(content: str) -> str:
+    """The key two memories share when their contents are the same text: SHA-256 of the
+    folded content (case, accents and runs of whitespace do not count). The write path
+    answers a create whose key a live memory of the namespace has with that memory."""
+    return hashlib.sha256(fold(content).encode()).hexdigest()

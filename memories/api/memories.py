@@ -77,9 +77,11 @@ class MemoryListView(APIView):
 
     @extend_schema(
         request=s.MemoryCreateInput,
-        responses={201: s.MemoryOutput},
+        responses={201: s.MemoryWritten, 200: s.MemoryWritten},
         tags=["memories"],
         summary="Store a memory",
+        description="201 with the new memory; 200 with the memory that already holds the "
+        "same text when the namespace dedupes (`deduplicated: true`, counted as a use).",
         examples=[MEMORY_EXAMPLE, ERROR_EXAMPLE],
     )
     def post(self, request: Request) -> Response:
@@ -93,15 +95,19 @@ class MemoryListView(APIView):
             actor=request.user,
             source=_source(request),
             prevalidated=True,  # MemoryCreateInput holds every model field rule
+            dedupe_ceiling=scope.ceiling,
             **fields,
         )
-        return Response(s.memory_representation(memory), status=status.HTTP_201_CREATED)
+        body = s.memory_representation(memory) | {"deduplicated": memory.deduplicated}
+        return Response(
+            body, status=status.HTTP_200_OK if memory.deduplicated else status.HTTP_201_CREATED
+        )
 
 
 class MemoryBulkView(APIView):
     @extend_schema(
         request=s.BulkCreateInput,
-        responses={201: s.MemoryOutput(many=True)},
+        responses={201: s.MemoryWritten(many=True)},
         tags=["memories"],
         summary="Store up to API_BULK_MAX memories, all or nothing",
         description="Every item is validated first. If any item is invalid nothing is "
@@ -168,6 +174,7 @@ class MemoryBulkView(APIView):
                 actor=request.user,
                 source=_source(request),
                 prevalidated=True,  # MemoryCreateInput holds every model field rule
+                dedupe_ceiling=scope.ceiling,
             )
         except DjangoValidationError as exc:
             # The service names "<index>.<field>"; answer in this endpoint's shape.
@@ -176,7 +183,10 @@ class MemoryBulkView(APIView):
                 index, _, field = key.partition(".")
                 nested.setdefault(index, {})[field or "non_field_errors"] = messages
             raise serializers.ValidationError({"memories": nested}) from exc
-        return Response(s.MemoryOutput(created, many=True).data, status=status.HTTP_201_CREATED)
+        body = s.MemoryOutput(created, many=True).data
+        for item, memory in zip(body, created, strict=True):
+            item["deduplicated"] = memory.deduplicated
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class MemoryDetailView(APIView):

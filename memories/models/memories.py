@@ -178,6 +178,8 @@ class Memory(models.Model):
     embedding = models.BinaryField(null=True, blank=True, editable=False)
     embedding_model = models.CharField(max_length=100, blank=True)
     signature = models.BinaryField(null=True, blank=True, editable=False)
+    # memories.text.content_key of the content: the exact-duplicate check's index.
+    content_key = models.CharField(max_length=64, blank=True, editable=False)
 
     objects = MemoryQuerySet.as_manager()
 
@@ -191,6 +193,7 @@ class Memory(models.Model):
             models.Index(fields=["namespace", "topic"], name="memory_ns_topic"),
             models.Index(fields=["namespace", "created_at"], name="memory_ns_created"),
             models.Index(fields=["namespace", "tier", "status"], name="memory_ns_tier_status"),
+            models.Index(fields=["namespace", "content_key"], name="memory_ns_content_key"),
             models.Index(
                 fields=["namespace", "session_id", "position", "created_at"],
                 name="memory_ns_session",

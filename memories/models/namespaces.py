@@ -112,6 +112,14 @@ class Namespace(models.Model):
         default=True, help_text="Link each new memory to the previous turns of its session."
     )
 
+    class Dedupe(models.TextChoices):
+        EXACT = "exact", "Exact: a memory of the same text is not stored twice"
+        OFF = "off", "Off: store every write"
+
+    # A create whose text a live memory of the namespace has answers with that memory
+    # (memories.services.memories).
+    dedupe = models.CharField(max_length=8, choices=Dedupe.choices, default=Dedupe.EXACT)
+
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
     class Meta:

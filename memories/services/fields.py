@@ -59,7 +59,7 @@ SERVER_FIELDS = (
     "updated_at",
 )
 # Computed from the text by every write of it (_derive), never supplied.
-DERIVED_FIELDS = ("search_text", "search_original", "signature")
+DERIVED_FIELDS = ("search_text", "search_original", "signature", "content_key")
 # The vector: written by the embedding backfill, carried by exports.
 EMBEDDING_FIELDS = ("embedding", "embedding_model")
 

@@ -3,6 +3,8 @@ and promote. Every write is atomic, keyword-only and records a history event."""
 
 from __future__ import annotations
 
+import copy
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -10,13 +12,14 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Least
 from django.utils import timezone
 
+from config.db import lock_keys
 from memories.bulk import insert_new, insert_rows, writer
 from memories.hooks import memories_created
-from memories.models import Classification, Memory, MemoryEvent, Namespace, Relation
+from memories.models import LIVE_STATUSES, Classification, Memory, MemoryEvent, Namespace, Relation
 from memories.services.fields import (
     DERIVED_FIELDS,
     EDITABLE_FIELDS,
@@ -26,7 +29,7 @@ from memories.services.fields import (
 )
 from memories.services.sessions import linked_sessions, session_links_create, sessions_lock
 from memories.signatures import simhash_folded
-from memories.text import fold
+from memories.text import content_key, fold
 
 _EDITABLE = frozenset(EDITABLE_FIELDS)
 # Set on every new memory by memory_build, whatever the caller passed.
@@ -84,12 +87,14 @@ def _clean_keywords(keywords: Any) -> list[str]:
 
 
 def memory_derive(memory: Memory) -> None:
-    """Compute what every write of the text must recompute: search fields and signature."""
+    """Compute what every write of the text must recompute (DERIVED_FIELDS): search fields,
+    signature and content key."""
     keywords = " ".join(memory.keywords)
     memory.search_text = fold(f"{memory.content} {keywords}".strip())
     memory.search_original = fold(memory.content_original)
     # The signature's words are the search text's: fold once, not twice.
     memory.signature = simhash_folded(memory.search_text, bits=settings.SIGNATURE_BITS)
+    memory.content_key = content_key(memory.content)
 
 
 def memory_validate(memory: Memory, fields: Iterable[str] | None = None) -> None:
@@ -169,10 +174,17 @@ def memory_create(
     actor=None,
     source: str = "system",
     prevalidated: bool = False,
+    dedupe_ceiling: int = Classification.RESTRICTED,
     **fields: Any,
 ) -> Memory:
     """Store one memory in a namespace. `fields` are any of EDITABLE_FIELDS; `session_id`,
-    `position` and `prevalidated` as in memory_build."""
+    `position` and `prevalidated` as in memory_build.
+
+    In a namespace that dedupes (Namespace.dedupe exact), a text a live memory of the
+    namespace already holds (memories.text.content_key) is not stored again: that memory
+    is touched (a use) and returned instead, with `deduplicated` True (False on a memory
+    just stored). Only a memory at or below `dedupe_ceiling` (the caller's ceiling) can be
+    the answer, so a duplicate never reveals a memory the caller cannot see."""
     # The session's lock first: a memory's default created_at is taken after it, so turns
     # written at once by two writers are ordered as they were written.
     linked = linked_sessions([(namespace, session_id if isinstance(session_id, str) else "")])
@@ -187,7 +199,16 @@ def memory_create(
         prevalidated=prevalidated,
         **fields,
     )
+    if namespace.dedupe == Namespace.Dedupe.EXACT:
+        key = (namespace.pk, memory.content_key)
+        duplicates_lock([key])
+        original = live_duplicates([key], ceiling=dedupe_ceiling).get(key)
+        if original is not None:
+            original = memory_touch(memory=original, actor=actor, source=source)
+            original.deduplicated = True
+            return original
     memory.save(force_insert=True)
+    memory.deduplicated = False
     if linked:
         session_links_create([memory.pk], now=memory.created_at)
     memory_event_record(
@@ -227,7 +248,7 @@ def memory_update(
     update_fields = [*changed, "updated_at"]
     if {"content", "content_original", "keywords"} & set(changed):
         memory_derive(locked)
-        update_fields += ["search_text", "search_original", "signature"]
+        update_fields += list(DERIVED_FIELDS)
     if "content" in changed and locked.embedding is not None:
         # The vector described the old text; the backfill embeds the new one.
         locked.embedding, locked.embedding_model = None, ""
@@ -420,6 +441,68 @@ def memory_promote(
     return locked
 
 
+def duplicates_lock(keys: Iterable[tuple[int, str]]) -> None:
+    """Hold the lock of each (namespace id, content key) until the transaction ends, so two
+    writers of one text do not both find no duplicate and both store it."""
+    lock_keys(f"content:{ns}:{key}" for ns, key in keys)
+
+
+def live_duplicates(
+    keys: Iterable[tuple[int, str]], *, ceiling: int, now: datetime | None = None
+) -> dict[tuple[int, str], Memory]:
+    """The oldest live, unexpired memory at or below `ceiling` holding each (namespace id,
+    content key), in one query on the index memory_ns_content_key."""
+    wanted: dict[int, set[str]] = {}
+    for ns, key in keys:
+        wanted.setdefault(ns, set()).add(key)
+    if not wanted:
+        return {}
+    match = Q()
+    for ns, ns_keys in wanted.items():
+        match |= Q(namespace_id=ns, content_key__in=sorted(ns_keys))
+    found: dict[tuple[int, str], Memory] = {}
+    candidates = (
+        Memory.objects.filter(match, status__in=LIVE_STATUSES, classification__lte=ceiling)
+        .unexpired(now or timezone.now())
+        .select_related("namespace")
+        .order_by("-id")
+    )
+    for memory in candidates:  # the oldest last, so it stays
+        found[(memory.namespace_id, memory.content_key)] = memory
+    return found
+
+
+def _count_duplicate_uses(uses: dict[Memory, int], *, actor, source: str) -> None:
+    """Count each duplicate as a use of the memory it is (as memory_touch does), set-based:
+    one UPDATE per distinct count, one read back, the 'touched' events in one insert."""
+    now = timezone.now()
+    by_count: dict[int, list[int]] = {}
+    for memory, count in uses.items():
+        by_count.setdefault(count, []).append(memory.pk)
+    for count, ids in by_count.items():
+        Memory.objects.filter(pk__in=ids).update(use_count=F("use_count") + count, last_used_at=now)
+    fresh = dict(Memory.objects.filter(pk__in=[m.pk for m in uses]).values_list("pk", "use_count"))
+    actor_id = actor.pk if actor is not None else None
+    rows = []
+    for memory, count in uses.items():
+        memory.use_count, memory.last_used_at = fresh[memory.pk], now
+        after = {"use_count": memory.use_count, "deduplicated": count}
+        rows.append(
+            (
+                memory.namespace_id,
+                memory.pk,
+                memory.pk,
+                MemoryEvent.Kind.TOUCHED,
+                after,
+                actor_id,
+                source,
+                memory.classification,
+                now,
+            )
+        )
+    insert_rows(MemoryEvent, _EVENT_COLUMNS, rows)
+
+
 # Memories per chunk of a bulk create: built, then written while the next chunk is built.
 BULK_CHUNK = 100
 _EVENT_COLUMNS = (
@@ -465,8 +548,9 @@ def memory_bulk_create(
     actor=None,
     source: str = "system",
     prevalidated: bool = False,
+    dedupe_ceiling: int = Classification.RESTRICTED,
 ) -> list[Memory]:
-    """Create many memories at once, all or nothing.
+    """Create many memories at once, all or nothing; the memories in the items' order.
 
     Each item holds `namespace` (a Namespace) and create fields. Every item is validated;
     the errors of all items are raised as one ValidationError whose keys are
@@ -478,8 +562,13 @@ def memory_bulk_create(
     PostgreSQL, which the server works through while the next chunk is built. The first
     invalid item stops the writing (the rest are still validated, for their errors) and
     the transaction undoes what was sent.
+
+    Duplicates as in memory_create, set-based: an item whose text a live memory of a
+    deduping namespace holds, or an earlier item of the request, is that memory (touched
+    once per such item, `deduplicated` True).
     """
     built: list[Memory] = []
+    answers: list[Memory | None] = [None] * len(items)
     event_rows: list[tuple] = []
     errors: dict[str, list[str]] = {}
     linked = linked_sessions(
@@ -488,6 +577,19 @@ def memory_bulk_create(
         if isinstance(item.get("namespace"), Namespace) and isinstance(item.get("session_id"), str)
     )
     sessions_lock(linked)
+    keys = [
+        (ns.pk, content_key(item["content"]))
+        if isinstance(ns := item.get("namespace"), Namespace)
+        and ns.dedupe == Namespace.Dedupe.EXACT
+        and isinstance(item.get("content"), str)
+        else None
+        for item in items
+    ]
+    duplicates_lock(key for key in keys if key)
+    originals: dict[tuple[int, str], Memory] = live_duplicates(
+        [key for key in keys if key], ceiling=dedupe_ceiling
+    )
+    uses: Counter[int] = Counter()  # memory id -> uses by duplicates in this request
     with writer(Memory, ids=True, expected=len(items)) as write:
         chunk: list[Memory] = []
         for index, item in enumerate(items):
@@ -502,18 +604,47 @@ def memory_bulk_create(
                 continue
             if errors:
                 continue
+            key = keys[index] and (memory.namespace_id, memory.content_key)
+            if key and key in originals:
+                answers[index] = originals[key]
+                uses[id(originals[key])] += 1
+                continue
+            answers[index] = memory
+            if key:
+                originals[key] = memory
             chunk.append(memory)
-            if len(chunk) == BULK_CHUNK or index == len(items) - 1:
+            if len(chunk) == BULK_CHUNK:
                 write(chunk)
                 built += chunk
-                event_rows += _created_event_rows(chunk, actor, source)
                 chunk = []
         if errors:
             raise ValidationError(errors)
+        if chunk:
+            write(chunk)
+            built += chunk
+    event_rows = _created_event_rows(built, actor, source)
     if linked:
         session_links_create(memory.pk for memory in built if memory.session_id)
     _events_and_announce(built, event_rows)
-    return built
+    for memory in built:
+        memory.deduplicated = False
+    if uses:
+        touched = {id(m): m for m in answers if m is not None and id(m) in uses}
+        _count_duplicate_uses(
+            {touched[obj]: n for obj, n in uses.items()}, actor=actor, source=source
+        )
+    result: list[Memory] = []
+    first = set()
+    for memory in answers:
+        assert memory is not None  # every item was answered, or errors were raised
+        if getattr(memory, "deduplicated", None) is False and id(memory) not in first:
+            first.add(id(memory))
+            result.append(memory)
+        else:  # a duplicate: the memory it is, marked as such
+            answer = copy.copy(memory)
+            answer.deduplicated = True
+            result.append(answer)
+    return result
 
 
 @transaction.atomic

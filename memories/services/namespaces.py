@@ -52,6 +52,7 @@ NAMESPACE_EDITABLE_FIELDS = (
     "desired_retention",
     "new_cards_per_day",
     "session_links",
+    "dedupe",
 )
 
 

@@ -28,7 +28,7 @@ from datetime import datetime
 from django.db import connection
 from django.utils import timezone
 
-from config.db import is_postgres, pick
+from config.db import is_postgres, lock_keys, pick
 from memories.models import Association, Memory, Namespace
 
 NEXT_TURN = "next_turn"
@@ -43,17 +43,8 @@ def linked_sessions(pairs: Iterable[tuple[Namespace, str]]) -> set[tuple[int, st
 
 
 def sessions_lock(sessions: set[tuple[int, str]]) -> None:
-    """Hold each session's write lock until the transaction ends (PostgreSQL; SQLite's
-    writers are serialised already). Taken in one order, so two writers never deadlock."""
-    if not sessions or not is_postgres():
-        return
-    keys = sorted(f"{ns}:{session}" for ns, session in sessions)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) "
-            "FROM (SELECT k FROM unnest(%s::text[]) AS k ORDER BY k OFFSET 0) AS ordered",
-            [keys],
-        )
+    """Hold each session's write lock until the transaction ends (config.db.lock_keys)."""
+    lock_keys(f"session:{ns}:{session}" for ns, session in sessions)
 
 
 def session_links_create(memory_ids: Iterable[int], *, now: datetime | None = None) -> int:

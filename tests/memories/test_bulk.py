@@ -51,6 +51,8 @@ def _items(namespace: Namespace, count: int) -> list[dict]:
 
 @pytest.mark.parametrize("count", [3, bulk.SMALL + 5, 260])
 def test_bulk_create_writes_the_same_rows_as_one_by_one_creates(namespace, user, count):
+    services.namespace_update(namespace=namespace, changes={"dedupe": "off"})  # twice the texts
+    namespace.refresh_from_db()
     items = _items(namespace, count)
     created = services.memory_bulk_create(items=items, actor=user, source="api")
     singles = [services.memory_create(**item, actor=user, source="api") for item in items]
@@ -67,6 +69,8 @@ def test_bulk_create_writes_the_same_rows_as_one_by_one_creates(namespace, user,
 
 
 def test_bulk_create_records_the_same_created_events_as_one_by_one(namespace, user):
+    services.namespace_update(namespace=namespace, changes={"dedupe": "off"})  # twice the texts
+    namespace.refresh_from_db()
     items = _items(namespace, bulk.SMALL + 5)
     created = services.memory_bulk_create(items=items, actor=user, source="api")
     singles = [services.memory_create(**item, actor=user, source="api") for item in items]

@@ -176,7 +176,7 @@ def test_a_namespace_can_turn_session_links_off(user):
     quiet = services.namespace_create(owner=user, name="Quiet", session_links=False)
     first = services.memory_create(namespace=quiet, content="one", session_id="s")
     services.memory_bulk_create(
-        items=[{"namespace": quiet, "content": "two", "session_id": "s"}] * 2
+        items=[{"namespace": quiet, "content": text, "session_id": "s"} for text in ("2", "3")]
     )
     assert not Association.objects.filter(namespace=quiet).exists()
     assert Memory.objects.filter(namespace=quiet, session_id="s").count() == 3

@@ -288,7 +288,9 @@ def test_sql_scores_and_decisions_agree_with_the_python_formula(user, model):
     for use_count in (0, 1, 4, 9):
         for days in (0.1, 0.9, 2.5, 6.0, 11.0, 19.0, 33.0, 75.0):
             for strength in (0.3, 1.0, 1.9):
-                memory = memory_services.memory_create(namespace=ns, content="grid")
+                memory = memory_services.memory_create(
+                    namespace=ns, content=f"grid {use_count} {days} {strength}"
+                )
                 Memory.objects.filter(pk=memory.pk).update(
                     use_count=use_count,
                     last_used_at=NOW - timedelta(days=days),
@@ -394,7 +396,12 @@ def test_small_batches_reach_the_same_end_state_as_one_batch(remember):
 
 def test_one_sweep_reaches_the_fixed_point_whatever_the_state(user):
     """No rule's result matches another rule at the same moment (so no chains across runs)."""
-    ns = memory_services.namespace_create(owner=user, name="Grid", decay_model="power_law")
+    ns = memory_services.namespace_create(
+        owner=user,
+        name="Grid",
+        decay_model="power_law",
+        dedupe="off",  # one text, many rows
+    )
     touched = []
     for tier, status, storage in [
         ("short_term", "active", "hot"),

@@ -162,6 +162,7 @@ def test_creating_a_namespace_with_its_mode_and_settings(ada_client, user, nothi
             "new_cards_per_day": "7",
             "decay_model": "power_law",
             "decay_half_life_days": "5",
+            "dedupe": "exact",
         },
     )
     namespace = Namespace.objects.get(owner=user)

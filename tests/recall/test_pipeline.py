@@ -205,7 +205,9 @@ def test_it_reaches_cold_memories_only_through_associations(recall, make_memory)
 
 
 def test_agent_memory_mode_weights_utility(make_memory, user):
-    agent = services.namespace_create(owner=user, name="Agent", mode=Namespace.Mode.AGENT_MEMORY)
+    agent = services.namespace_create(
+        owner=user, name="Agent", mode=Namespace.Mode.AGENT_MEMORY, dedupe="off"
+    )
     low = make_memory("Retry the payment webhook", namespace=agent, utility=0.0)
     high = make_memory("Retry the payment webhook", namespace=agent, utility=1.0)
     result = recall_run(namespaces=[agent], ceiling=C.RESTRICTED, query="webhook", track=False)
@@ -213,7 +215,9 @@ def test_agent_memory_mode_weights_utility(make_memory, user):
     assert agent.ranking_weights()["utility"] == 0.2
 
 
-def test_it_uses_the_context_boost(recall, make_memory):
+def test_it_uses_the_context_boost(recall, make_memory, namespace):
+    namespace.dedupe = "off"  # one text under two topics: two memories
+    namespace.save(update_fields=["dedupe"])
     a = make_memory("Standup notes", topic="work")
     b = make_memory("Standup notes", topic="home")
     result = recall("standup", context={"topic": "home"})

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -24,8 +25,10 @@ def remember(namespace):
     days_ago is the age of its last use at NOW; any other Memory column can be given.
     """
 
+    count = itertools.count(1)
+
     def make(
-        content: str = "A remembered fact.",
+        content: str = "",
         *,
         days_ago: float = 0.0,
         namespace: Namespace | None = None,
@@ -34,7 +37,8 @@ def remember(namespace):
     ) -> Memory:
         memory = memory_services.memory_create(
             namespace=namespace or namespace_default,
-            content=content,
+            # each its own text: the namespace would answer a second copy with the first
+            content=content or f"A remembered fact, number {next(count)}.",
             created_at=created_at or NOW - timedelta(days=max(days_ago, 0) + 1),
         )
         columns.setdefault("last_used_at", NOW - timedelta(days=days_ago))

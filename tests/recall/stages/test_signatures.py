@@ -19,7 +19,9 @@ def test_signature_stage_finds_near_duplicates(recall, make_memory):
     assert result.results[0].stage_scores["Ss"] >= 0.65
 
 
-def test_signature_stage_returns_at_most_five(recall, make_memory):
+def test_signature_stage_returns_at_most_five(recall, make_memory, namespace):
+    namespace.dedupe = "off"  # eight copies of one text: stored eight times
+    namespace.save(update_fields=["dedupe"])
     text = "deploy the billing service to production after the friday review meeting"
     for _ in range(8):
         make_memory(text)
