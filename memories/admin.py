@@ -75,7 +75,9 @@ class MemoryEventInline(admin.TabularInline):
 # SERVER_FIELDS but storage, a list column and filter, and stability, which the form has
 # never shown; updated_at last).
 _TEXT = frozenset({"content", "content_original", "language", "keywords"})
-_CLASSIFICATION = frozenset({"topic", "cue", "memory_type", "tier", "classification", "expires_at"})
+_CLASSIFICATION = frozenset(
+    {"topic", "cue", "memory_type", "tier", "classification", "expires_at", "valid_until"}
+)
 _SIGNALS = frozenset(services.EDITABLE_FIELDS) - _TEXT - _CLASSIFICATION
 _STATE = [
     "current_decay_score",

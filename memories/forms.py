@@ -309,6 +309,9 @@ class MemoryFilterForm(DashboardForm):
         label="Session",
         help_text="The memories written in one conversation.",
     )
+    include_superseded = forms.BooleanField(
+        required=False, label="Superseded too", help_text="Facts a newer memory replaced."
+    )
     sort = forms.ChoiceField(required=False, choices=SORT_CHOICES)
 
     def __init__(self, *args: Any, namespaces: list[Namespace], **kwargs: Any) -> None:

@@ -188,6 +188,7 @@ class MemoryRecord(s.MemoryCreateInput):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         del self.fields["namespace"]  # the import's namespace, not the file's
+        del self.fields["supersedes"]  # an export carries the links and valid_until instead
 
     def validate_recall_timestamps(self, value: list) -> list[str]:
         # Stored as text, in UTC, as recall writes them (the sweep compares them as text).

@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 from django.db.models import F, Q, QuerySet
+from django.utils import timezone
 
 from config.db import pick
 from memories.auth import Scope
@@ -32,7 +33,8 @@ def memory_list(
     `filters` may hold namespace (a Namespace of the scope), status (a Memory.Status, or
     ANY_STATUS; absent: every status but forgotten), topic, tier, memory_type,
     classification, session_id, created_after, created_before and q (text the memory
-    contains); other keys, such as paging parameters, are ignored. Without `ordering` the
+    contains), as_of (what was valid then) and include_superseded (default: memories not
+    superseded now); other keys, such as paging parameters, are ignored. Without `ordering` the
     model's own order stands, for callers whose paginator sorts.
     """
     memories = scope.memories().select_related("namespace")
@@ -46,6 +48,12 @@ def memory_list(
     for name in EXACT_FILTERS:
         if name in filters:
             memories = memories.filter(**{name: filters[name]})
+    if filters.get("include_superseded"):
+        pass  # every memory, superseded ones marked by the output
+    elif filters.get("as_of"):
+        memories = memories.valid_at(filters["as_of"])
+    else:
+        memories = memories.current(timezone.now())
     if "created_after" in filters:
         memories = memories.filter(created_at__gte=filters["created_after"])
     if "created_before" in filters:

@@ -33,7 +33,7 @@ from memories.models import (
     Namespace,
     Relation,
 )
-from memories.services import EDITABLE_FIELDS, SERVER_FIELDS, SESSION_FIELDS, in_model_order
+from memories.services import CREATE_ONLY_FIELDS, EDITABLE_FIELDS, SERVER_FIELDS, in_model_order
 
 CLASSIFICATION_NAMES = [c.label for c in Classification]
 
@@ -69,13 +69,14 @@ MEMORY_OUTPUT_FIELDS = (
     "id",
     "namespace",
     *in_model_order(
-        {*EDITABLE_FIELDS, *SERVER_FIELDS, *SESSION_FIELDS, "created_at"}
+        {*EDITABLE_FIELDS, *SERVER_FIELDS, *CREATE_ONLY_FIELDS, "created_at"}
         - _NOT_SHOWN
         - set(_SHOWN_LAST)
     ),
     *_SHOWN_LAST,
     "has_embedding",
     "decay_score",
+    "superseded",
 )
 # Sent to an input, these answer "This field is read-only." rather than "Unknown field.":
 # what the output shows and no input takes, and three stored fields a client might send.
@@ -123,6 +124,13 @@ class MemoryFieldsMixin(StrictSerializer):
     relevance_score = StrictFloatField(min_value=-1e6, max_value=1e6, required=False)
     importance_flags = _strings(20, 50)
     expires_at = StrictDateTimeField(required=False, allow_null=True)
+    valid_until = StrictDateTimeField(
+        required=False,
+        allow_null=True,
+        help_text='When what it says stopped being true (a PATCH says so: "no longer '
+        'true"); null: still true. Superseded memories are left out of recall, the list '
+        "and the review queue.",
+    )
 
     def _check_length(self, value: str, setting_value: int) -> str:
         if len(value) > setting_value:
@@ -159,6 +167,18 @@ class MemoryCreateInput(MemoryFieldsMixin):
         min_value=0,
         max_value=POSITION_MAX,
         help_text="Its place in the session (turn number); default: the order of writing.",
+    )
+    valid_from = StrictDateTimeField(
+        required=False,
+        help_text="Since when what it says is true; default: created_at. Set on create only.",
+    )
+    supersedes = serializers.ListField(
+        child=StrictIntegerField(min_value=1),
+        required=False,
+        max_length=100,
+        help_text="Ids of memories of the same namespace this one replaces (a fact that "
+        "changed): each becomes valid until this one's valid_from, with a 'superseded' "
+        "event and a 'supersedes' link. Nothing is deleted.",
     )
     read_only_names = MEMORY_SERVER_FIELDS
 
@@ -227,14 +247,22 @@ class MemoryOutput(PlannedRepresentation):
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField(allow_null=True)
+    valid_from = serializers.DateTimeField()
+    valid_until = serializers.DateTimeField(allow_null=True)
     promoted_at = serializers.DateTimeField(allow_null=True)
     forgotten_at = serializers.DateTimeField(allow_null=True)
     forgotten_reason = serializers.CharField()
     has_embedding = serializers.SerializerMethodField()
     decay_score = serializers.SerializerMethodField()
+    superseded = serializers.SerializerMethodField()
 
     def get_has_embedding(self, memory: Memory) -> bool:
         return memory.embedding is not None
+
+    def get_superseded(self, memory: Memory) -> bool:
+        """No longer true: its valid_until has passed."""
+        now = self.context.get("now") or timezone.now()
+        return memory.valid_until is not None and memory.valid_until <= now
 
     def get_decay_score(self, memory: Memory) -> float:
         now = self.context.get("now") or timezone.now()
@@ -308,6 +336,12 @@ class MemoryListFilter(StrictSerializer):
     )
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)
+    as_of = serializers.DateTimeField(
+        required=False, help_text="What was valid at this instant (valid_from..valid_until)."
+    )
+    include_superseded = serializers.BooleanField(
+        required=False, help_text="Superseded memories too (each marked `superseded`)."
+    )
     q = serializers.CharField(
         required=False,
         max_length=200,

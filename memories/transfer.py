@@ -56,7 +56,7 @@ MEMORY_FIELDS = services.in_model_order(
         *services.SERVER_FIELDS,
         *services.EMBEDDING_FIELDS,
         *services.IDENTITY_FIELDS,
-        *services.SESSION_FIELDS,
+        *services.CREATE_ONLY_FIELDS,
     }
     - {"id", "namespace", "updated_at"}
 )

@@ -45,6 +45,14 @@ class RecallInput(StrictSerializer):
     time_start = StrictDateTimeField(required=False)
     time_end = StrictDateTimeField(required=False)
     include_expired = StrictBooleanField(default=False)
+    as_of = StrictDateTimeField(
+        required=False,
+        help_text="Recall what was valid at this instant (facts superseded since included, "
+        "facts not yet valid left out).",
+    )
+    include_superseded = StrictBooleanField(
+        default=False, help_text="Superseded memories too, each marked `superseded`."
+    )
     context = ContextInput(required=False)
     session_id = StrictCharField(
         max_length=SESSION_ID_LENGTH, required=False, default="", allow_blank=True

@@ -271,7 +271,7 @@ def run_pipeline(
     relations = _run_entity_graph(terms, filters, wanted, log)
     result = RecallResult(
         query=query,
-        results=[_explain(candidates[i], ns_by_id, config) for i in ordered],
+        results=[_explain(candidates[i], ns_by_id, config, filters.now) for i in ordered],
         digests=digests,
         relations=relations,
         stage_timings={name: log.timings[name] for name in ALL_STAGES if name in log.timings},
@@ -538,6 +538,7 @@ def _explain(
     cand: Candidate,
     ns_by_id: dict[int, Namespace],
     config: RecallConfig,
+    now: datetime,
 ) -> RecallHit:
     """The result for one candidate: its stages, scores, boosts and metadata."""
     row = cand.row
@@ -564,6 +565,8 @@ def _explain(
             "classification": row["classification"],
             "decay_score": round(cand.decay, 6),
             "keywords": row["keywords"],
+            "superseded": row.get("valid_until_ts") is not None
+            and row["valid_until_ts"] <= now.timestamp(),
         },
         associative=cand.associative,
         review=in_danger_zone(cand.decay, config.thresholds),

@@ -38,6 +38,7 @@ ROW_FIELDS = (
     "emotion_tags",
     "importance_flags",
     "session_id",
+    "valid_until_ts",
 )
 _JSON_FIELDS = ("keywords", "recall_timestamps", "emotion_tags", "importance_flags")
 # Times are read as Unix seconds: decoding a few hundred timestamps per query into aware
@@ -51,7 +52,11 @@ _EPOCH_SQL = {
         "(CAST(strftime('%%s', substr(m.{0}, 1, 19)) AS INTEGER) + CAST(substr(m.{0}, 20) AS REAL))"
     ),
 }
-_EPOCH_FIELDS = {"last_used_ts": "last_used_at", "created_ts": "created_at"}
+_EPOCH_FIELDS = {
+    "last_used_ts": "last_used_at",
+    "created_ts": "created_at",
+    "valid_until_ts": "valid_until",
+}
 
 
 def _select_list() -> str:

@@ -40,6 +40,8 @@ def recall_run(
     time_start: datetime | None = None,
     time_end: datetime | None = None,
     include_expired: bool = False,
+    as_of: datetime | None = None,
+    include_superseded: bool = False,
     context: dict[str, Any] | None = None,
     session_id: str = "",
     track: bool = True,
@@ -71,6 +73,8 @@ def recall_run(
         time_start=time_start,
         time_end=time_end,
         include_expired=include_expired,
+        as_of=as_of,
+        include_superseded=include_superseded,
     )
     result = run_pipeline(
         namespaces=namespaces,
@@ -115,6 +119,8 @@ def recall_run(
                 "time_start": time_start.isoformat() if time_start else None,
                 "time_end": time_end.isoformat() if time_end else None,
                 "include_expired": include_expired,
+                "as_of": as_of.isoformat() if as_of else None,
+                "include_superseded": include_superseded,
                 "context": context or {},
                 "stages": stages,
                 "track": track,

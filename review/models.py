@@ -33,9 +33,12 @@ class CardQuerySet(models.QuerySet["Card"]):
         return self.filter(next_review__isnull=True)
 
     def reviewable(self, ceiling: int | None = None) -> CardQuerySet:
-        """Cards of memories review may show: forgotten and archived memories sit out, and so
-        do memories above the caller's classification ceiling."""
-        cards = self.filter(memory__status__in=LIVE_STATUSES)
+        """Cards of memories review may show: forgotten, archived and superseded memories
+        (no longer true: memories.models.MemoryQuerySet.current) sit out, and so do
+        memories above the caller's classification ceiling."""
+        cards = self.filter(memory__status__in=LIVE_STATUSES).filter(
+            Q(memory__valid_until__isnull=True) | Q(memory__valid_until__gt=timezone.now())
+        )
         return cards if ceiling is None else cards.filter(memory__classification__lte=ceiling)
 
     def in_deck(self, deck: str | None) -> CardQuerySet:

@@ -52,6 +52,17 @@ def _check_ceiling(scope: Scope, classification: int | None) -> None:
         )
 
 
+def _superseded(scope: Scope, ids: list[int] | None) -> list[Memory]:
+    """The memories `supersedes` names, among those the caller can see (any other id is
+    "No such memory.", as for a memory of another user)."""
+    if not ids:
+        return []
+    found = {m.pk: m for m in scope.memories().filter(pk__in=ids)}
+    if len(found) != len(set(ids)):
+        raise serializers.ValidationError({"supersedes": ["No such memory."]})
+    return [found[pk] for pk in dict.fromkeys(ids)]
+
+
 def _source(request: Request) -> str:
     return "api" if isinstance(request.auth, ApiToken) else "dashboard"
 
@@ -90,6 +101,7 @@ class MemoryListView(APIView):
         namespace = scope.namespace(fields.pop("namespace"))
         fields.setdefault("classification", scope.default_classification)
         _check_ceiling(scope, fields["classification"])
+        fields["supersedes"] = _superseded(scope, fields.pop("supersedes", None))
         memory = services.memory_create(
             namespace=namespace,
             actor=request.user,
@@ -164,6 +176,11 @@ class MemoryBulkView(APIView):
             fields.setdefault("classification", scope.default_classification)
             if fields["classification"] > scope.ceiling:
                 errors[str(index)] = {"classification": ["Above this token's ceiling."]}
+                continue
+            try:
+                fields["supersedes"] = _superseded(scope, fields.pop("supersedes", None))
+            except serializers.ValidationError as exc:
+                errors[str(index)] = exc.detail
                 continue
             items.append({"namespace": namespace, **fields})
         if errors:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import connection, models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from config.bounds import (
@@ -40,6 +40,15 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
     def live(self) -> MemoryQuerySet:
         """Memories that recall and review may show: active or promoted."""
         return self.filter(status__in=LIVE_STATUSES)
+
+    def current(self, now) -> MemoryQuerySet:
+        """Not superseded at `now`: no valid_until, or one still ahead (a memory that is
+        valid only from a later time is current: it is not superseded)."""
+        return self.filter(Q(valid_until__isnull=True) | Q(valid_until__gt=now))
+
+    def valid_at(self, moment) -> MemoryQuerySet:
+        """What was true at `moment`: valid_from at or before it, valid_until after it."""
+        return self.filter(valid_from__lte=moment).current(moment)
 
     def within_ceiling(self, ceiling: int) -> MemoryQuerySet:
         return self.filter(classification__lte=ceiling)
@@ -173,6 +182,10 @@ class Memory(models.Model):
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
     updated_at = models.DateTimeField(auto_now=True, validators=[validate_datetime])
     expires_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
+    # When what it says became true (default: created_at) and stopped being true (a newer
+    # memory superseded it, or a person said so); open while valid_until is null.
+    valid_from = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+    valid_until = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
 
     # Float32 vector bytes and the model that produced them; SimHash signature bytes.
     embedding = models.BinaryField(null=True, blank=True, editable=False)
@@ -219,6 +232,10 @@ class Memory(models.Model):
             float_check("memory", "forgotten_score"),
             float_check("memory", "relevance_score"),
             models.CheckConstraint(
+                condition=Q(valid_until__isnull=True) | Q(valid_until__gte=F("valid_from")),
+                name="memory_valid_until_after_from",
+            ),
+            models.CheckConstraint(
                 condition=Q(position__isnull=True)
                 | (Q(position__gte=0) & Q(position__lte=POSITION_MAX)),
                 name="memory_position_range",
@@ -234,12 +251,19 @@ class Memory(models.Model):
                 "created_at",
                 "updated_at",
                 "expires_at",
+                "valid_from",
+                "valid_until",
             ),
         ]
 
     def __str__(self) -> str:
         first_line = self.content.strip().splitlines()[0] if self.content.strip() else ""
         return first_line[:80]
+
+    @property
+    def is_superseded(self) -> bool:
+        """No longer true now: its valid_until has passed."""
+        return self.valid_until is not None and self.valid_until <= timezone.now()
 
     @property
     def classification_name(self) -> str:
@@ -276,6 +300,7 @@ class MemoryEvent(models.Model):
         TOUCHED = "touched", "Touched"
         GRADED = "graded", "Graded"
         PURGED = "purged", "Purged"
+        SUPERSEDED = "superseded", "Superseded"
 
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="events")
     memory = models.ForeignKey(

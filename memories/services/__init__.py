@@ -10,12 +10,12 @@ fields.py     a memory's fields by who writes them (the one declaration of each 
 """
 
 from memories.services.fields import (
+    CREATE_ONLY_FIELDS,
     DERIVED_FIELDS,
     EDITABLE_FIELDS,
     EMBEDDING_FIELDS,
     IDENTITY_FIELDS,
     SERVER_FIELDS,
-    SESSION_FIELDS,
     SNAPSHOT_FIELDS,
     TEXT_FIELDS,
     in_model_order,
@@ -56,6 +56,7 @@ from memories.services.tokens import (
 
 __all__ = [
     "BULK_CHUNK",
+    "CREATE_ONLY_FIELDS",
     "DERIVED_FIELDS",
     "EDITABLE_FIELDS",
     "EMBEDDING_FIELDS",
@@ -63,7 +64,6 @@ __all__ = [
     "MAX_STRENGTH",
     "NAMESPACE_EDITABLE_FIELDS",
     "SERVER_FIELDS",
-    "SESSION_FIELDS",
     "SNAPSHOT_FIELDS",
     "STRENGTH_BOOST_FACTOR",
     "TEXT_FIELDS",

@@ -33,11 +33,13 @@ EDITABLE_FIELDS = (
     "relevance_score",
     "importance_flags",
     "expires_at",
+    "valid_until",
 )
 # Set once, on create: the id and namespace by the server, created_at by a caller or now.
 IDENTITY_FIELDS = ("id", "namespace", "created_at")
-# Set once, on create, by a caller: the conversation it was written in and its place there.
-SESSION_FIELDS = ("session_id", "position")
+# Set once, on create, by a caller: the conversation it was written in and its place there,
+# and since when what it says is true (default: created_at).
+CREATE_ONLY_FIELDS = ("session_id", "position", "valid_from")
 # The server's: lifecycle, reinforcement counters and their times.
 SERVER_FIELDS = (
     "storage",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -19,11 +19,19 @@ from django.utils import timezone
 from config.db import lock_keys
 from memories.bulk import insert_new, insert_rows, writer
 from memories.hooks import memories_created
-from memories.models import LIVE_STATUSES, Classification, Memory, MemoryEvent, Namespace, Relation
+from memories.models import (
+    LIVE_STATUSES,
+    Association,
+    Classification,
+    Memory,
+    MemoryEvent,
+    Namespace,
+    Relation,
+)
 from memories.services.fields import (
+    CREATE_ONLY_FIELDS,
     DERIVED_FIELDS,
     EDITABLE_FIELDS,
-    SESSION_FIELDS,
     SNAPSHOT_FIELDS,
     TEXT_FIELDS,
 )
@@ -117,6 +125,12 @@ def memory_validate(memory: Memory, fields: Iterable[str] | None = None) -> None
     # The field validators carry the same ranges as Memory's check constraints, which the
     # database enforces anyway; validating the constraints here would cost three queries
     # per memory (80% of a bulk create's time).
+    if (
+        memory.valid_until is not None
+        and memory.valid_from
+        and memory.valid_until < memory.valid_from
+    ):
+        raise ValidationError({"valid_until": "Must not be before valid_from."})
     if fields is None:
         memory.full_clean(exclude=["namespace", *DERIVED_FIELDS], validate_constraints=False)
     elif names := set(fields):
@@ -131,10 +145,12 @@ def memory_build(
     created_at: datetime | None = None,
     session_id: str = "",
     position: int | None = None,
+    valid_from: datetime | None = None,
     prevalidated: bool = False,
     **fields: Any,
 ) -> Memory:
     """An unsaved, validated memory with its derived fields (used by create and bulk).
+    `valid_from`: since when what it says is true; default: created_at.
     `session_id` and `position` place it in a conversation (memories.services.sessions).
 
     `prevalidated`: the values come from memories.serializers.MemoryCreateInput, whose
@@ -155,8 +171,9 @@ def memory_build(
         last_used_at=now,
         session_id=session_id,
         position=position,
+        valid_from=valid_from or now,
     )
-    supplied = (*_ALWAYS_SUPPLIED, *fields, *SESSION_FIELDS)
+    supplied = (*_ALWAYS_SUPPLIED, *fields, *CREATE_ONLY_FIELDS)
     memory_validate(memory, fields=() if prevalidated else supplied)
     memory_derive(memory)
     return memory
@@ -175,9 +192,11 @@ def memory_create(
     source: str = "system",
     prevalidated: bool = False,
     dedupe_ceiling: int = Classification.RESTRICTED,
+    supersedes: Sequence[Memory] = (),
     **fields: Any,
 ) -> Memory:
-    """Store one memory in a namespace. `fields` are any of EDITABLE_FIELDS; `session_id`,
+    """Store one memory in a namespace, which replaces the memories `supersedes`
+    (memories_supersede). `fields` are any of EDITABLE_FIELDS; `session_id`,
     `position` and `prevalidated` as in memory_build.
 
     In a namespace that dedupes (Namespace.dedupe exact), a text a live memory of the
@@ -206,11 +225,15 @@ def memory_create(
         if original is not None:
             original = memory_touch(memory=original, actor=actor, source=source)
             original.deduplicated = True
+            if supersedes:
+                memories_supersede(new=original, old=supersedes, actor=actor, source=source)
             return original
     memory.save(force_insert=True)
     memory.deduplicated = False
     if linked:
         session_links_create([memory.pk], now=memory.created_at)
+    if supersedes:
+        memories_supersede(new=memory, old=supersedes, actor=actor, source=source)
     memory_event_record(
         memory=memory,
         kind=MemoryEvent.Kind.CREATED,
@@ -503,6 +526,77 @@ def _count_duplicate_uses(uses: dict[Memory, int], *, actor, source: str) -> Non
     insert_rows(MemoryEvent, _EVENT_COLUMNS, rows)
 
 
+SUPERSEDES = "supersedes"  # the kind of the link from a memory to one it replaces
+SUPERSEDE_DEPTH = 1000  # how far back a chain of replacements is followed for a cycle
+
+
+def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source: str = "system"):
+    """`new` replaces the memories `old` (a fact that changed): each becomes valid until
+    new.valid_from, gets a 'superseded' event and a 'supersedes' link from `new`. Nothing is
+    deleted. Each must be of new's namespace, valid from no later than new, and not replace
+    `new` itself, directly or through a chain of replacements (ValidationError on
+    "supersedes"). The event is written at the higher level of the two memories, so a caller
+    who cannot see the new memory learns nothing of it from the old one's history."""
+    old = list({memory.pk: memory for memory in old}.values())
+    for memory in old:
+        if memory.pk == new.pk:
+            raise ValidationError({"supersedes": "A memory cannot supersede itself."})
+        if memory.namespace_id != new.namespace_id:
+            raise ValidationError({"supersedes": "Must be a memory of the same namespace."})
+    # A cycle: `new` is among what the old ones replace, directly or down a chain.
+    frontier, seen = {m.pk for m in old}, set()
+    for _ in range(SUPERSEDE_DEPTH):
+        if new.pk in frontier:
+            raise ValidationError({"supersedes": "That would make a cycle of replacements."})
+        seen |= frontier
+        frontier = (
+            set(
+                Association.objects.filter(source_id__in=frontier, kind=SUPERSEDES).values_list(
+                    "target_id", flat=True
+                )
+            )
+            - seen
+        )
+        if not frontier:
+            break
+    for memory in old:
+        if memory.valid_from > new.valid_from:
+            raise ValidationError(
+                {"supersedes": f"Memory {memory.pk} is valid only from a later time than this one."}
+            )
+    ends = new.valid_from
+    still_valid = Q(valid_until__isnull=True) | Q(valid_until__gt=ends)
+    ended = list(Memory.objects.filter(still_valid, pk__in=[m.pk for m in old]))
+    Memory.objects.filter(pk__in=[m.pk for m in ended]).update(valid_until=ends)
+    now = timezone.now()
+    for memory in ended:
+        memory_event_record(
+            memory=memory,
+            kind=MemoryEvent.Kind.SUPERSEDED,
+            before={"valid_until": memory.valid_until and memory.valid_until.isoformat()},
+            after={"valid_until": ends.isoformat(), "superseded_by": new.pk},
+            actor=actor,
+            source=source,
+            now=now,
+            classification=max(memory.classification, new.classification),
+        )
+        memory.valid_until = ends
+    Association.objects.bulk_create(
+        [
+            Association(
+                namespace_id=new.namespace_id,
+                source=new,
+                target=memory,
+                weight=1.0,
+                kind=SUPERSEDES,
+            )
+            for memory in old
+        ],
+        ignore_conflicts=True,
+    )
+    return ended
+
+
 # Memories per chunk of a bulk create: built, then written while the next chunk is built.
 BULK_CHUNK = 100
 _EVENT_COLUMNS = (
@@ -594,7 +688,8 @@ def memory_bulk_create(
         chunk: list[Memory] = []
         for index, item in enumerate(items):
             try:
-                memory = memory_build(**item, prevalidated=prevalidated)
+                fields = {k: v for k, v in item.items() if k != "supersedes"}
+                memory = memory_build(**fields, prevalidated=prevalidated)
             except ValidationError as exc:
                 if hasattr(exc, "error_dict"):
                     for field, messages in exc.message_dict.items():
@@ -633,6 +728,16 @@ def memory_bulk_create(
         _count_duplicate_uses(
             {touched[obj]: n for obj, n in uses.items()}, actor=actor, source=source
         )
+    for index, item in enumerate(items):
+        if item.get("supersedes"):
+            try:
+                memories_supersede(
+                    new=answers[index], old=item["supersedes"], actor=actor, source=source
+                )
+            except ValidationError as exc:
+                errors.update({f"{index}.{f}": m for f, m in exc.message_dict.items()})
+    if errors:  # the transaction undoes the whole request
+        raise ValidationError(errors)
     result: list[Memory] = []
     first = set()
     for memory in answers:

@@ -28,13 +28,16 @@ class RecallFilters:
     time_start: datetime | None = None
     time_end: datetime | None = None
     include_expired: bool = False
+    as_of: datetime | None = None
+    include_superseded: bool = False
 
     def sql(self, alias: str = "m", *, cold: bool = False) -> tuple[str, list]:
         """A WHERE fragment over memories_memory AS alias, and its parameters.
 
         Live memories of the namespaces at or below the ceiling, hot unless `cold`
         (associative results may be cold: they are reactivated when returned), unexpired
-        unless include_expired, then the optional topic, tier and creation-time range.
+        unless include_expired, not superseded (valid at `as_of` when given; any when
+        include_superseded), then the optional topic, tier and creation-time range.
         """
         ops = connection.ops
         namespaces = ", ".join(["%s"] * len(self.namespace_ids))
@@ -50,6 +53,17 @@ class RecallFilters:
             params.append(Memory.Storage.HOT.value)
         if not self.include_expired:
             parts.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > %s)")
+            params.append(ops.adapt_datetimefield_value(self.now))
+        if self.include_superseded:
+            pass
+        elif self.as_of:  # what was valid then: MemoryQuerySet.valid_at
+            parts.append(
+                f"{alias}.valid_from <= %s AND "
+                f"({alias}.valid_until IS NULL OR {alias}.valid_until > %s)"
+            )
+            params += [ops.adapt_datetimefield_value(self.as_of)] * 2
+        else:  # not superseded now: MemoryQuerySet.current
+            parts.append(f"({alias}.valid_until IS NULL OR {alias}.valid_until > %s)")
             params.append(ops.adapt_datetimefield_value(self.now))
         if self.topic:
             parts.append(f"{alias}.topic = %s")

@@ -213,6 +213,9 @@ def stored_values(draw) -> dict[str, Any]:
         "session_ids": draw(stored_strings),
         "created_at": draw(stored_moments),
         "expires_at": draw(st.none() | stored_moments),
+        "valid_from": draw(stored_moments),  # valid_until stays open (never before it)
+        "session_id": draw(st.sampled_from(["", "chat-1"])),
+        "position": draw(st.none() | st.integers(0, 2**31 - 1)),
         "embedding": draw(
             st.none() | st.binary(max_size=8) | st.binary(max_size=8).map(memoryview)
         ),

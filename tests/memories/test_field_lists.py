@@ -13,7 +13,7 @@ from memories.models import Memory
 GROUPS = (
     services.EDITABLE_FIELDS,
     services.IDENTITY_FIELDS,
-    services.SESSION_FIELDS,
+    services.CREATE_ONLY_FIELDS,
     services.SERVER_FIELDS,
     services.DERIVED_FIELDS,
     services.EMBEDDING_FIELDS,
@@ -47,6 +47,7 @@ def test_the_editable_fields_are_as_declared():
         "relevance_score",
         "importance_flags",
         "expires_at",
+        "valid_until",  # issue 15
     )
 
 
@@ -57,7 +58,10 @@ def test_the_api_inputs_take_the_editable_fields():
         *services.EDITABLE_FIELDS,
         "namespace",
         "created_at",
-        *services.SESSION_FIELDS,  # set on create only (issue 15)
+        "session_id",  # set on create only (issue 15)
+        "position",
+        "valid_from",
+        "supersedes",  # not a field: the memories this one replaces
     )
 
 
@@ -99,19 +103,22 @@ def test_the_api_output_fields_are_unchanged_and_built_from_the_groups():
         "created_at",
         "updated_at",
         "expires_at",
+        "valid_from",  # issue 15
+        "valid_until",
         "promoted_at",
         "forgotten_at",
         "forgotten_reason",
         "has_embedding",
         "decay_score",
+        "superseded",  # issue 15
     )
     assert expected == s.MEMORY_OUTPUT_FIELDS
     assert tuple(s.MemoryOutput().fields) == expected
-    shown = set(expected) - {"has_embedding", "decay_score"}
+    shown = set(expected) - {"has_embedding", "decay_score", "superseded"}
     assert shown <= {
         *services.EDITABLE_FIELDS,
         *services.SERVER_FIELDS,
-        *services.SESSION_FIELDS,
+        *services.CREATE_ONLY_FIELDS,
         "id",
         "namespace",
         "created_at",
@@ -135,6 +142,8 @@ def test_the_read_only_names_are_unchanged():
         "session_ids",
         "session_id",  # set on create only (issue 15)
         "position",
+        "valid_from",
+        "superseded",
         "updated_at",
         "forgotten_at",
         "forgotten_reason",
@@ -188,6 +197,8 @@ def test_the_export_columns_are_unchanged_and_the_import_takes_each():
         "position",
         "created_at",
         "expires_at",
+        "valid_from",  # issue 15
+        "valid_until",
         "embedding",
         "embedding_model",
     )
@@ -211,6 +222,7 @@ def test_the_edit_form_fields_are_unchanged_and_editable():
         "trust",
         "credibility",
         "expires_at",
+        "valid_until",  # issue 15
         "content_original",
         "language",
     )
@@ -222,7 +234,15 @@ def test_the_admin_form_is_unchanged_and_edits_exactly_the_editable_fields():
     sections = {name: options["fields"] for name, options in admin.fieldsets}
     assert sections == {
         None: ["namespace", "content", "content_original", "language", "keywords"],
-        "Classification": ["topic", "cue", "memory_type", "tier", "classification", "expires_at"],
+        "Classification": [
+            "topic",
+            "cue",
+            "memory_type",
+            "tier",
+            "classification",
+            "expires_at",
+            "valid_until",  # issue 15
+        ],
         "Signals": [
             "strength",
             "utility",

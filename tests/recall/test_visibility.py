@@ -41,6 +41,14 @@ class Row:
     topic: str
     tier: str
     created_at: datetime
+    valid_from: datetime = NOW - timedelta(days=3)
+    valid_until: datetime | None = None
+
+
+def validity(row: Row, valid_from: datetime, ends_after: timedelta | None) -> Row:
+    """The row with a validity: valid_until never before valid_from."""
+    until = None if ends_after is None else valid_from + ends_after
+    return Row(**{**row.__dict__, "valid_from": valid_from, "valid_until": until})
 
 
 rows = st.builds(
@@ -53,6 +61,13 @@ rows = st.builds(
     topic=st.sampled_from(TOPICS),
     tier=st.sampled_from(Memory.Tier.values),
     created_at=st.sampled_from(MOMENTS),
+).flatmap(
+    lambda row: st.builds(
+        validity,
+        st.just(row),
+        st.sampled_from(MOMENTS),
+        st.one_of(st.none(), st.sampled_from([timedelta(0), timedelta(days=1), timedelta(days=2)])),
+    )
 )
 
 
@@ -66,6 +81,8 @@ class Ask:
     tier: str | None
     time_start: datetime | None
     time_end: datetime | None
+    as_of: datetime | None = None
+    include_superseded: bool = False
 
 
 def asks(*, narrowed: bool) -> st.SearchStrategy[Ask]:
@@ -84,6 +101,8 @@ def asks(*, narrowed: bool) -> st.SearchStrategy[Ask]:
         tier=maybe(Memory.Tier.values),
         time_start=maybe(MOMENTS),
         time_end=maybe(MOMENTS),
+        as_of=st.one_of(st.none(), st.sampled_from(MOMENTS)),
+        include_superseded=st.booleans(),
     )
 
 
@@ -104,6 +123,8 @@ def store(generated: list[Row], namespaces: list[Namespace]) -> list[int]:
             topic=row.topic,
             tier=row.tier,
             created_at=row.created_at,
+            valid_from=row.valid_from,
+            valid_until=row.valid_until,
         )
         for i, row in enumerate(generated)
     )
@@ -124,6 +145,12 @@ def declared(ask: Ask, namespace_ids: list[int]) -> MemoryQuerySet:
         visible = visible.filter(storage=Memory.Storage.HOT)
     if not ask.include_expired:
         visible = visible.unexpired(NOW)
+    if ask.include_superseded:
+        pass
+    elif ask.as_of:
+        visible = visible.valid_at(ask.as_of)
+    else:
+        visible = visible.current(NOW)
     if ask.topic:
         visible = visible.filter(topic=ask.topic)
     if ask.tier:
@@ -147,6 +174,8 @@ def check(generated: list[Row], ask: Ask, namespaces: list[Namespace]) -> None:
         time_start=ask.time_start,
         time_end=ask.time_end,
         include_expired=ask.include_expired,
+        as_of=ask.as_of,
+        include_superseded=ask.include_superseded,
     )
     expected = set(declared(ask, namespace_ids).values_list("id", flat=True))
     assert admitted_by_recall(filters, cold=ask.cold) == expected
@@ -189,6 +218,7 @@ def test_the_declared_rule_hides_what_it_is_named_for(namespaces):
         Row(0, Classification.INTERNAL, "archived", "hot", None, "", "short_term", NOW),
         Row(0, Classification.INTERNAL, "active", "cold", None, "", "short_term", NOW),
         Row(0, Classification.INTERNAL, "active", "hot", NOW, "", "short_term", NOW),  # expired
+        Row(0, Classification.INTERNAL, "active", "hot", None, "", "short_term", NOW, NOW, NOW),
     ]
     ids = store([kept, *hidden], namespaces)
     filters = RecallFilters(
