@@ -1,7 +1,10 @@
 """The memories app's writes, one module per concept; callers import them from here.
 
 memories.py   memories: build, create, bulk create, update, forget, restore, purge, touch,
-              promote, and the history event every write records
+              promote
+events.py     the history event every write records
+duplicates.py exact duplicates: the memory that already holds a text
+supersede.py  facts that change: a memory supersedes older ones
 namespaces.py namespaces: create and update
 tokens.py     API tokens: create and revoke
 graph.py      associations, entities and relations
@@ -9,6 +12,7 @@ sessions.py   a memory's conversation: links to the previous turns of its sessio
 fields.py     a memory's fields by who writes them (the one declaration of each list)
 """
 
+from memories.services.events import memory_event_record, memory_snapshot
 from memories.services.fields import (
     CREATE_ONLY_FIELDS,
     DERIVED_FIELDS,
@@ -30,12 +34,10 @@ from memories.services.memories import (
     memory_bulk_create,
     memory_create,
     memory_derive,
-    memory_event_record,
     memory_forget,
     memory_promote,
     memory_purge,
     memory_restore,
-    memory_snapshot,
     memory_touch,
     memory_update,
     memory_validate,
@@ -46,6 +48,7 @@ from memories.services.namespaces import (
     namespace_update,
 )
 from memories.services.sessions import session_links_create
+from memories.services.supersede import memories_supersede
 from memories.services.tokens import (
     TOKEN_PREFIX_BYTES,
     TOKEN_SECRET_BYTES,
@@ -73,6 +76,7 @@ __all__ = [
     "entity_get_or_create",
     "in_model_order",
     "memories_insert",
+    "memories_supersede",
     "memory_build",
     "memory_bulk_create",
     "memory_create",

@@ -12,30 +12,34 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.db.models.functions import Least
 from django.utils import timezone
 
-from config.db import lock_keys
 from memories.bulk import insert_new, insert_rows, writer
 from memories.hooks import memories_created
 from memories.models import (
-    LIVE_STATUSES,
-    Association,
     Classification,
     Memory,
     MemoryEvent,
     Namespace,
     Relation,
 )
+from memories.services.duplicates import count_duplicate_uses, duplicates_lock, live_duplicates
+from memories.services.events import (
+    EVENT_COLUMNS,
+    created_event_rows,
+    memory_event_record,
+    memory_snapshot,
+)
 from memories.services.fields import (
     CREATE_ONLY_FIELDS,
     DERIVED_FIELDS,
     EDITABLE_FIELDS,
-    SNAPSHOT_FIELDS,
     TEXT_FIELDS,
 )
 from memories.services.sessions import linked_sessions, session_links_create, sessions_lock
+from memories.services.supersede import memories_supersede
 from memories.signatures import simhash_folded
 from memories.text import content_key, fold
 
@@ -44,46 +48,6 @@ _EDITABLE = frozenset(EDITABLE_FIELDS)
 _ALWAYS_SUPPLIED = ("content", "keywords", "created_at", "last_used_at")
 STRENGTH_BOOST_FACTOR = 1.1
 MAX_STRENGTH = 2.0
-
-
-def memory_snapshot(memory: Memory, fields: Iterable[str] = SNAPSHOT_FIELDS) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    for field in fields:
-        value = getattr(memory, field)
-        if field == "classification":
-            value = Classification(value).label
-        elif isinstance(value, datetime):
-            value = value.isoformat()
-        data[field] = value
-    return data
-
-
-def memory_event_record(
-    *,
-    memory: Memory,
-    kind: str,
-    before: dict[str, Any] | None = None,
-    after: dict[str, Any] | None = None,
-    actor=None,
-    source: str = "system",
-    now: datetime | None = None,
-    classification: int | None = None,
-) -> MemoryEvent:
-    """One history event. It carries the memory's level as it is written (or the higher
-    level of a change of level): what is written while a memory sits above a caller's
-    ceiling stays hidden from that caller, whatever the memory's level later."""
-    return MemoryEvent.objects.create(
-        namespace_id=memory.namespace_id,
-        memory=memory,
-        memory_ref=memory.pk,
-        kind=kind,
-        before=before or {},
-        after=after or {},
-        actor=actor,
-        source=source,
-        classification=memory.classification if classification is None else classification,
-        created_at=now or timezone.now(),
-    )
 
 
 def _clean_keywords(keywords: Any) -> list[str]:
@@ -464,174 +428,12 @@ def memory_promote(
     return locked
 
 
-def duplicates_lock(keys: Iterable[tuple[int, str]]) -> None:
-    """Hold the lock of each (namespace id, content key) until the transaction ends, so two
-    writers of one text do not both find no duplicate and both store it."""
-    lock_keys(f"content:{ns}:{key}" for ns, key in keys)
-
-
-def live_duplicates(
-    keys: Iterable[tuple[int, str]], *, ceiling: int, now: datetime | None = None
-) -> dict[tuple[int, str], Memory]:
-    """The oldest live, unexpired memory at or below `ceiling` holding each (namespace id,
-    content key), in one query on the index memory_ns_content_key."""
-    wanted: dict[int, set[str]] = {}
-    for ns, key in keys:
-        wanted.setdefault(ns, set()).add(key)
-    if not wanted:
-        return {}
-    match = Q()
-    for ns, ns_keys in wanted.items():
-        match |= Q(namespace_id=ns, content_key__in=sorted(ns_keys))
-    found: dict[tuple[int, str], Memory] = {}
-    candidates = (
-        Memory.objects.filter(match, status__in=LIVE_STATUSES, classification__lte=ceiling)
-        .unexpired(now or timezone.now())
-        .select_related("namespace")
-        .order_by("-id")
-    )
-    for memory in candidates:  # the oldest last, so it stays
-        found[(memory.namespace_id, memory.content_key)] = memory
-    return found
-
-
-def _count_duplicate_uses(uses: dict[Memory, int], *, actor, source: str) -> None:
-    """Count each duplicate as a use of the memory it is (as memory_touch does), set-based:
-    one UPDATE per distinct count, one read back, the 'touched' events in one insert."""
-    now = timezone.now()
-    by_count: dict[int, list[int]] = {}
-    for memory, count in uses.items():
-        by_count.setdefault(count, []).append(memory.pk)
-    for count, ids in by_count.items():
-        Memory.objects.filter(pk__in=ids).update(use_count=F("use_count") + count, last_used_at=now)
-    fresh = dict(Memory.objects.filter(pk__in=[m.pk for m in uses]).values_list("pk", "use_count"))
-    actor_id = actor.pk if actor is not None else None
-    rows = []
-    for memory, count in uses.items():
-        memory.use_count, memory.last_used_at = fresh[memory.pk], now
-        after = {"use_count": memory.use_count, "deduplicated": count}
-        rows.append(
-            (
-                memory.namespace_id,
-                memory.pk,
-                memory.pk,
-                MemoryEvent.Kind.TOUCHED,
-                after,
-                actor_id,
-                source,
-                memory.classification,
-                now,
-            )
-        )
-    insert_rows(MemoryEvent, _EVENT_COLUMNS, rows)
-
-
-SUPERSEDES = "supersedes"  # the kind of the link from a memory to one it replaces
-SUPERSEDE_DEPTH = 1000  # how far back a chain of replacements is followed for a cycle
-
-
-def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source: str = "system"):
-    """`new` replaces the memories `old` (a fact that changed): each becomes valid until
-    new.valid_from, gets a 'superseded' event and a 'supersedes' link from `new`. Nothing is
-    deleted. Each must be of new's namespace, valid from no later than new, and not replace
-    `new` itself, directly or through a chain of replacements (ValidationError on
-    "supersedes"). The event is written at the higher level of the two memories, so a caller
-    who cannot see the new memory learns nothing of it from the old one's history."""
-    old = list({memory.pk: memory for memory in old}.values())
-    for memory in old:
-        if memory.pk == new.pk:
-            raise ValidationError({"supersedes": "A memory cannot supersede itself."})
-        if memory.namespace_id != new.namespace_id:
-            raise ValidationError({"supersedes": "Must be a memory of the same namespace."})
-    # A cycle: `new` is among what the old ones replace, directly or down a chain.
-    frontier, seen = {m.pk for m in old}, set()
-    for _ in range(SUPERSEDE_DEPTH):
-        if new.pk in frontier:
-            raise ValidationError({"supersedes": "That would make a cycle of replacements."})
-        seen |= frontier
-        frontier = (
-            set(
-                Association.objects.filter(source_id__in=frontier, kind=SUPERSEDES).values_list(
-                    "target_id", flat=True
-                )
-            )
-            - seen
-        )
-        if not frontier:
-            break
-    for memory in old:
-        if memory.valid_from > new.valid_from:
-            raise ValidationError(
-                {"supersedes": f"Memory {memory.pk} is valid only from a later time than this one."}
-            )
-    ends = new.valid_from
-    still_valid = Q(valid_until__isnull=True) | Q(valid_until__gt=ends)
-    ended = list(Memory.objects.filter(still_valid, pk__in=[m.pk for m in old]))
-    Memory.objects.filter(pk__in=[m.pk for m in ended]).update(valid_until=ends)
-    now = timezone.now()
-    for memory in ended:
-        memory_event_record(
-            memory=memory,
-            kind=MemoryEvent.Kind.SUPERSEDED,
-            before={"valid_until": memory.valid_until and memory.valid_until.isoformat()},
-            after={"valid_until": ends.isoformat(), "superseded_by": new.pk},
-            actor=actor,
-            source=source,
-            now=now,
-            classification=max(memory.classification, new.classification),
-        )
-        memory.valid_until = ends
-    Association.objects.bulk_create(
-        [
-            Association(
-                namespace_id=new.namespace_id,
-                source=new,
-                target=memory,
-                weight=1.0,
-                kind=SUPERSEDES,
-            )
-            for memory in old
-        ],
-        ignore_conflicts=True,
-    )
-    return ended
-
-
 # Memories per chunk of a bulk create: built, then written while the next chunk is built.
 BULK_CHUNK = 100
-_EVENT_COLUMNS = (
-    "namespace_id",
-    "memory_id",
-    "memory_ref",
-    "kind",
-    "after",
-    "actor_id",
-    "source",
-    "classification",
-    "created_at",
-)
-
-
-def _created_event_rows(memories: Iterable[Memory], actor, source: str) -> list[tuple]:
-    actor_id = actor.pk if actor is not None else None
-    return [
-        (
-            memory.namespace_id,
-            memory.pk,
-            memory.pk,
-            MemoryEvent.Kind.CREATED,
-            memory_snapshot(memory),
-            actor_id,
-            source,
-            memory.classification,
-            memory.created_at,
-        )
-        for memory in memories
-    ]
 
 
 def _events_and_announce(built: list[Memory], event_rows: list[tuple]) -> None:
-    insert_rows(MemoryEvent, _EVENT_COLUMNS, event_rows)
+    insert_rows(MemoryEvent, EVENT_COLUMNS, event_rows)
     memories_created.send(sender=Memory, memories=built)
 
 
@@ -717,7 +519,7 @@ def memory_bulk_create(
         if chunk:
             write(chunk)
             built += chunk
-    event_rows = _created_event_rows(built, actor, source)
+    event_rows = created_event_rows(built, actor, source)
     if linked:
         session_links_create(memory.pk for memory in built if memory.session_id)
     _events_and_announce(built, event_rows)
@@ -725,7 +527,7 @@ def memory_bulk_create(
         memory.deduplicated = False
     if uses:
         touched = {id(m): m for m in answers if m is not None and id(m) in uses}
-        _count_duplicate_uses(
+        count_duplicate_uses(
             {touched[obj]: n for obj, n in uses.items()}, actor=actor, source=source
         )
     for index, item in enumerate(items):
@@ -760,4 +562,4 @@ def memories_insert(built: list[Memory], *, actor=None, source: str = "system") 
     insert_new(built, ids=True)
     if linked:
         session_links_create(memory.pk for memory in built if memory.session_id)
-    _events_and_announce(built, _created_event_rows(built, actor, source))
+    _events_and_announce(built, created_event_rows(built, actor, source))

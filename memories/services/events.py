@@ -1,0 +1,83 @@
+"""A memory's history: the event every write records, and the snapshot it carries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from memories.models import Classification, Memory, MemoryEvent
+from memories.services.fields import SNAPSHOT_FIELDS
+
+
+def memory_snapshot(memory: Memory, fields: Iterable[str] = SNAPSHOT_FIELDS) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for field in fields:
+        value = getattr(memory, field)
+        if field == "classification":
+            value = Classification(value).label
+        elif isinstance(value, datetime):
+            value = value.isoformat()
+        data[field] = value
+    return data
+
+
+def memory_event_record(
+    *,
+    memory: Memory,
+    kind: str,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    actor=None,
+    source: str = "system",
+    now: datetime | None = None,
+    classification: int | None = None,
+) -> MemoryEvent:
+    """One history event. It carries the memory's level as it is written (or the higher
+    level of a change of level): what is written while a memory sits above a caller's
+    ceiling stays hidden from that caller, whatever the memory's level later."""
+    return MemoryEvent.objects.create(
+        namespace_id=memory.namespace_id,
+        memory=memory,
+        memory_ref=memory.pk,
+        kind=kind,
+        before=before or {},
+        after=after or {},
+        actor=actor,
+        source=source,
+        classification=memory.classification if classification is None else classification,
+        created_at=now or timezone.now(),
+    )
+
+
+EVENT_COLUMNS = (
+    "namespace_id",
+    "memory_id",
+    "memory_ref",
+    "kind",
+    "after",
+    "actor_id",
+    "source",
+    "classification",
+    "created_at",
+)
+
+
+def created_event_rows(memories: Iterable[Memory], actor, source: str) -> list[tuple]:
+    actor_id = actor.pk if actor is not None else None
+    return [
+        (
+            memory.namespace_id,
+            memory.pk,
+            memory.pk,
+            MemoryEvent.Kind.CREATED,
+            memory_snapshot(memory),
+            actor_id,
+            source,
+            memory.classification,
+            memory.created_at,
+        )
+        for memory in memories
+    ]

@@ -1,0 +1,83 @@
+"""Facts that change: a memory supersedes older ones (valid_until, a 'superseded' event, a
+'supersedes' link); nothing is deleted."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+from django.utils import timezone
+
+from memories.models import Association, Memory, MemoryEvent
+from memories.services.events import memory_event_record
+
+SUPERSEDES = "supersedes"  # the kind of the link from a memory to one it replaces
+SUPERSEDE_DEPTH = 1000  # how far back a chain of replacements is followed for a cycle
+
+
+def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source: str = "system"):
+    """`new` replaces the memories `old` (a fact that changed): each becomes valid until
+    new.valid_from, gets a 'superseded' event and a 'supersedes' link from `new`. Nothing is
+    deleted. Each must be of new's namespace, valid from no later than new, and not replace
+    `new` itself, directly or through a chain of replacements (ValidationError on
+    "supersedes"). The event is written at the higher level of the two memories, so a caller
+    who cannot see the new memory learns nothing of it from the old one's history."""
+    old = list({memory.pk: memory for memory in old}.values())
+    for memory in old:
+        if memory.pk == new.pk:
+            raise ValidationError({"supersedes": "A memory cannot supersede itself."})
+        if memory.namespace_id != new.namespace_id:
+            raise ValidationError({"supersedes": "Must be a memory of the same namespace."})
+    # A cycle: `new` is among what the old ones replace, directly or down a chain.
+    frontier, seen = {m.pk for m in old}, set()
+    for _ in range(SUPERSEDE_DEPTH):
+        if new.pk in frontier:
+            raise ValidationError({"supersedes": "That would make a cycle of replacements."})
+        seen |= frontier
+        frontier = (
+            set(
+                Association.objects.filter(source_id__in=frontier, kind=SUPERSEDES).values_list(
+                    "target_id", flat=True
+                )
+            )
+            - seen
+        )
+        if not frontier:
+            break
+    for memory in old:
+        if memory.valid_from > new.valid_from:
+            raise ValidationError(
+                {"supersedes": f"Memory {memory.pk} is valid only from a later time than this one."}
+            )
+    ends = new.valid_from
+    still_valid = Q(valid_until__isnull=True) | Q(valid_until__gt=ends)
+    ended = list(Memory.objects.filter(still_valid, pk__in=[m.pk for m in old]))
+    Memory.objects.filter(pk__in=[m.pk for m in ended]).update(valid_until=ends)
+    now = timezone.now()
+    for memory in ended:
+        memory_event_record(
+            memory=memory,
+            kind=MemoryEvent.Kind.SUPERSEDED,
+            before={"valid_until": memory.valid_until and memory.valid_until.isoformat()},
+            after={"valid_until": ends.isoformat(), "superseded_by": new.pk},
+            actor=actor,
+            source=source,
+            now=now,
+            classification=max(memory.classification, new.classification),
+        )
+        memory.valid_until = ends
+    Association.objects.bulk_create(
+        [
+            Association(
+                namespace_id=new.namespace_id,
+                source=new,
+                target=memory,
+                weight=1.0,
+                kind=SUPERSEDES,
+            )
+            for memory in old
+        ],
+        ignore_conflicts=True,
+    )
+    return ended
