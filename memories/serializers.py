@@ -33,7 +33,13 @@ from memories.models import (
     Namespace,
     Relation,
 )
-from memories.services import CREATE_ONLY_FIELDS, EDITABLE_FIELDS, SERVER_FIELDS, in_model_order
+from memories.services import (
+    CREATE_ONLY_FIELDS,
+    EDITABLE_FIELDS,
+    NAMESPACE_EDITABLE_FIELDS,
+    SERVER_FIELDS,
+    in_model_order,
+)
 
 CLASSIFICATION_NAMES = [c.label for c in Classification]
 
@@ -384,29 +390,15 @@ class NamespaceOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Namespace
+        # The settings a caller may change (memories.services.NAMESPACE_EDITABLE_FIELDS),
+        # with the slug after the name and the effective weights after the mode.
         fields = [
             "id",
-            "name",
+            *NAMESPACE_EDITABLE_FIELDS[:1],
             "slug",
-            "description",
-            "mode",
+            *NAMESPACE_EDITABLE_FIELDS[1:3],
             "weights",
-            "weight_similarity",
-            "weight_recency",
-            "weight_utility",
-            "weight_confidence",
-            "decay_model",
-            "decay_half_life_days",
-            "decay_beta",
-            "decay_power_alpha",
-            "decay_fast_half_life_days",
-            "decay_slow_half_life_days",
-            "decay_fast_weight",
-            "scheduler",
-            "desired_retention",
-            "new_cards_per_day",
-            "session_links",
-            "dedupe",
+            *NAMESPACE_EDITABLE_FIELDS[3:],
             "memory_count",
             "created_at",
         ]

@@ -187,7 +187,7 @@ def memory_create(
         duplicates_lock([key])
         original = live_duplicates([key], ceiling=dedupe_ceiling).get(key)
         if original is not None:
-            original = memory_touch(memory=original, actor=actor, source=source)
+            count_duplicate_uses({original: 1}, actor=actor, source=source)  # as bulk does
             original.deduplicated = True
             if supersedes:
                 memories_supersede(new=original, old=supersedes, actor=actor, source=source)
@@ -465,7 +465,6 @@ def memory_bulk_create(
     """
     built: list[Memory] = []
     answers: list[Memory | None] = [None] * len(items)
-    event_rows: list[tuple] = []
     errors: dict[str, list[str]] = {}
     linked = linked_sessions(
         (item["namespace"], item.get("session_id") or "")
@@ -485,7 +484,10 @@ def memory_bulk_create(
     originals: dict[tuple[int, str], Memory] = live_duplicates(
         [key for key in keys if key], ceiling=dedupe_ceiling
     )
-    uses: Counter[int] = Counter()  # memory id -> uses by duplicates in this request
+    # Uses by duplicates in this request, by the memory they are (an unsaved one cannot be
+    # a dict key: objects are counted by identity).
+    uses: Counter[int] = Counter()
+    used: dict[int, Memory] = {}
     with writer(Memory, ids=True, expected=len(items)) as write:
         chunk: list[Memory] = []
         for index, item in enumerate(items):
@@ -503,7 +505,7 @@ def memory_bulk_create(
                 continue
             key = keys[index] and (memory.namespace_id, memory.content_key)
             if key and key in originals:
-                answers[index] = originals[key]
+                answers[index] = used[id(originals[key])] = originals[key]
                 uses[id(originals[key])] += 1
                 continue
             answers[index] = memory
@@ -519,16 +521,14 @@ def memory_bulk_create(
         if chunk:
             write(chunk)
             built += chunk
-    event_rows = created_event_rows(built, actor, source)
     if linked:
         session_links_create(memory.pk for memory in built if memory.session_id)
-    _events_and_announce(built, event_rows)
+    _events_and_announce(built, created_event_rows(built, actor, source))
     for memory in built:
         memory.deduplicated = False
     if uses:
-        touched = {id(m): m for m in answers if m is not None and id(m) in uses}
         count_duplicate_uses(
-            {touched[obj]: n for obj, n in uses.items()}, actor=actor, source=source
+            {used[obj]: count for obj, count in uses.items()}, actor=actor, source=source
         )
     for index, item in enumerate(items):
         if item.get("supersedes"):

@@ -6,45 +6,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
 from memories.models import Association, Memory, MemoryEvent
-from memories.services.events import memory_event_record
 
 SUPERSEDES = "supersedes"  # the kind of the link from a memory to one it replaces
-SUPERSEDE_DEPTH = 1000  # how far back a chain of replacements is followed for a cycle
 
 
 def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source: str = "system"):
     """`new` replaces the memories `old` (a fact that changed): each becomes valid until
-    new.valid_from, gets a 'superseded' event and a 'supersedes' link from `new`. Nothing is
-    deleted. Each must be of new's namespace, valid from no later than new, and not replace
-    `new` itself, directly or through a chain of replacements (ValidationError on
-    "supersedes"). The event is written at the higher level of the two memories, so a caller
-    who cannot see the new memory learns nothing of it from the old one's history."""
+        new.valid_from, gets a 'superseded' event and a 'supersedes' link from `new`. Nothing is
+        deleted. Each must be of new's namespace, valid from no later than new, and not replace
+        `new` itself, directly or through a chain of replacements (ValidationError on
+        "supersedes"). The event is written at the higher level of the two memories, so a caller
+        who cannot see the new memory learns nothing of it from the old one's history (the
+    events and the links are each written in one statement)."""
     old = list({memory.pk: memory for memory in old}.values())
     for memory in old:
         if memory.pk == new.pk:
             raise ValidationError({"supersedes": "A memory cannot supersede itself."})
         if memory.namespace_id != new.namespace_id:
             raise ValidationError({"supersedes": "Must be a memory of the same namespace."})
-    # A cycle: `new` is among what the old ones replace, directly or down a chain.
-    frontier, seen = {m.pk for m in old}, set()
-    for _ in range(SUPERSEDE_DEPTH):
-        if new.pk in frontier:
-            raise ValidationError({"supersedes": "That would make a cycle of replacements."})
-        seen |= frontier
-        frontier = (
-            set(
-                Association.objects.filter(source_id__in=frontier, kind=SUPERSEDES).values_list(
-                    "target_id", flat=True
-                )
-            )
-            - seen
-        )
-        if not frontier:
-            break
+    if _replaces(old, new):
+        raise ValidationError({"supersedes": "That would make a cycle of replacements."})
     for memory in old:
         if memory.valid_from > new.valid_from:
             raise ValidationError(
@@ -55,17 +41,22 @@ def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source
     ended = list(Memory.objects.filter(still_valid, pk__in=[m.pk for m in old]))
     Memory.objects.filter(pk__in=[m.pk for m in ended]).update(valid_until=ends)
     now = timezone.now()
-    for memory in ended:
-        memory_event_record(
+    MemoryEvent.objects.bulk_create(
+        MemoryEvent(
+            namespace_id=memory.namespace_id,
             memory=memory,
+            memory_ref=memory.pk,
             kind=MemoryEvent.Kind.SUPERSEDED,
             before={"valid_until": memory.valid_until and memory.valid_until.isoformat()},
             after={"valid_until": ends.isoformat(), "superseded_by": new.pk},
             actor=actor,
             source=source,
-            now=now,
             classification=max(memory.classification, new.classification),
+            created_at=now,
         )
+        for memory in ended
+    )
+    for memory in ended:
         memory.valid_until = ends
     Association.objects.bulk_create(
         [
@@ -81,3 +72,22 @@ def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source
         ignore_conflicts=True,
     )
     return ended
+
+
+def _replaces(old: list[Memory], new: Memory) -> bool:
+    """Whether `new` is among what the memories `old` replace, down any chain of
+    'supersedes' links: one recursive query (UNION stops at a cycle already stored)."""
+    table = connection.ops.quote_name(Association._meta.db_table)
+    marks = ", ".join(["%s"] * len(old))
+    sql = f"""
+    WITH RECURSIVE replaced(id) AS (
+        SELECT target_id FROM {table} WHERE kind = %s AND source_id IN ({marks})
+        UNION
+        SELECT a.target_id FROM {table} a JOIN replaced r ON a.source_id = r.id
+        WHERE a.kind = %s
+    )
+    SELECT 1 FROM replaced WHERE id = %s LIMIT 1
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [SUPERSEDES, *(m.pk for m in old), SUPERSEDES, new.pk])
+        return cursor.fetchone() is not None

@@ -11,22 +11,9 @@ from django.db import connection
 
 from memories import services
 from memories.models import Classification, Memory, MemoryEvent
+from tests.support.api import create
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def writer(user, make_token, api):
-    _, secret = make_token(user, ceiling=Classification.RESTRICTED)
-    return api(secret)
-
-
-def create(client, namespace, content, **fields):
-    return client.post(
-        "/api/v1/memories",
-        {"namespace": namespace.slug, "content": content, **fields},
-        format="json",
-    )
 
 
 def test_a_second_copy_answers_200_with_the_first_counted_as_a_use(writer, namespace):

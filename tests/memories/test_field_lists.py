@@ -299,3 +299,33 @@ def test_the_admin_form_is_unchanged_and_edits_exactly_the_editable_fields():
     editable = [name for name in shown if name not in admin.readonly_fields]
     assert sorted(editable) == sorted(["namespace", *services.EDITABLE_FIELDS])  # each once
     assert not set(admin.readonly_fields) & set(services.EDITABLE_FIELDS)
+
+
+def test_the_namespace_output_is_the_editable_settings_and_what_the_server_adds():
+    assert tuple(s.NamespaceOutput.Meta.fields) == (
+        "id",
+        "name",
+        "slug",
+        "description",
+        "mode",
+        "weights",
+        "weight_similarity",
+        "weight_recency",
+        "weight_utility",
+        "weight_confidence",
+        "decay_model",
+        "decay_half_life_days",
+        "decay_beta",
+        "decay_power_alpha",
+        "decay_fast_half_life_days",
+        "decay_slow_half_life_days",
+        "decay_fast_weight",
+        "scheduler",
+        "desired_retention",
+        "new_cards_per_day",
+        "session_links",  # issue 15
+        "dedupe",
+        "memory_count",
+        "created_at",
+    )
+    assert set(services.NAMESPACE_EDITABLE_FIELDS) <= set(s.NamespaceOutput.Meta.fields)

@@ -19,6 +19,7 @@ from memories.models import Association, Classification, Memory
 from memories.selectors import session_turns
 from memories.services.sessions import NEAR_TURN, NEXT_TURN, session_links_create
 from memories.transfer import FORMAT, VERSION, namespace_export
+from tests.support.api import create
 
 pytestmark = pytest.mark.django_db
 
@@ -38,18 +39,8 @@ def chain(ids: list[int]) -> set[tuple[int, int, float, str]]:
     return nexts | nears
 
 
-@pytest.fixture
-def writer(user, namespace, make_token, api):
-    _, secret = make_token(user)
-    return api(secret)
-
-
 def post(writer, namespace, content, **fields):
-    response = writer.post(
-        "/api/v1/memories",
-        {"namespace": namespace.slug, "content": content, **fields},
-        format="json",
-    )
+    response = create(writer, namespace, content, **fields)
     assert response.status_code == 201, response.json()
     return response.json()
 

@@ -12,22 +12,9 @@ from memories import services
 from memories.models import Association, Classification, Memory, MemoryEvent
 from recall.services import recall_run
 from review.selectors import review_queue
+from tests.support.api import create
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def writer(user, make_token, api):
-    _, secret = make_token(user, ceiling=Classification.RESTRICTED)
-    return api(secret)
-
-
-def create(client, namespace, content, **fields):
-    return client.post(
-        "/api/v1/memories",
-        {"namespace": namespace.slug, "content": content, **fields},
-        format="json",
-    )
 
 
 @pytest.fixture
