@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from benchmarks.sql import insert_select, minus_days, plus_days, series
 from config.db import is_postgres, pick
-from memories.models import Memory, MemoryEvent, Namespace
+from memories.models import Memory, MemoryEvent, MemorySketch, Namespace
 from memories.sweep import SweepConfig, _decisions_sql, params_cte, sweep_run
 from review.models import Card, ReviewLog
 from review.selectors import review_queue
@@ -200,7 +200,7 @@ def drop() -> None:
     if ids:
         marks = ", ".join(["%s"] * len(ids))
         with transaction.atomic(), connection.cursor() as cursor:
-            for model in (ReviewLog, Card, MemoryEvent, Memory):
+            for model in (ReviewLog, Card, MemoryEvent, MemorySketch, Memory):
                 cursor.execute(
                     f"DELETE FROM {_qn(model._meta.db_table)} WHERE namespace_id IN ({marks})",
                     ids,

@@ -30,7 +30,15 @@ from django.utils import timezone
 
 from benchmarks.sql import plus_days
 from config.db import is_postgres
-from memories.models import Association, Entity, Memory, MemoryEvent, Namespace, Relation
+from memories.models import (
+    Association,
+    Entity,
+    Memory,
+    MemoryEvent,
+    MemorySketch,
+    Namespace,
+    Relation,
+)
 from memories.services import memories_insert
 from memories.signatures import simhash
 from memories.text import fold
@@ -129,7 +137,16 @@ def clear_namespace(namespace: Namespace) -> None:
     """Delete a namespace's rows with plain DELETEs (the ORM would load every row first)."""
     qn = connection.ops.quote_name
     with transaction.atomic(), connection.cursor() as cursor:
-        for model in (ReviewLog, Card, Relation, Entity, Association, MemoryEvent, RecallEvent):
+        for model in (
+            ReviewLog,
+            Card,
+            Relation,
+            Entity,
+            Association,
+            MemoryEvent,
+            RecallEvent,
+            MemorySketch,
+        ):
             cursor.execute(
                 f"DELETE FROM {qn(model._meta.db_table)} WHERE namespace_id = %s", [namespace.pk]
             )

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from benchmarks.sql import insert_select, series
 from config.db import is_postgres, pick, vendor
-from memories.models import Memory, Namespace
+from memories.models import Memory, MemorySketch, Namespace
 from review.models import Card
 from review.selectors import QUEUE_WINDOW_FACTOR, due_cards, review_queue
 
@@ -105,7 +105,7 @@ def drop_namespace(namespace: Namespace) -> None:
     """Delete a built namespace with plain DELETEs (the ORM would load every row first)."""
     qn = connection.ops.quote_name
     with transaction.atomic(), connection.cursor() as cursor:
-        for model in (Card, Memory):
+        for model in (Card, MemorySketch, Memory):
             cursor.execute(
                 f"DELETE FROM {qn(model._meta.db_table)} WHERE namespace_id = %s", [namespace.pk]
             )

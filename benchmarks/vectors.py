@@ -110,6 +110,9 @@ def _build(namespace: Namespace, stamp: dict, progress: Progress) -> None:
             cursor.execute(
                 "DELETE FROM recall_embeddingcode WHERE namespace_id = %s", [namespace.pk]
             )
+            cursor.execute(
+                "DELETE FROM memories_memorysketch WHERE namespace_id = %s", [namespace.pk]
+            )
             cursor.execute("DELETE FROM memories_memory WHERE namespace_id = %s", [namespace.pk])
         Namespace.objects.filter(pk=namespace.pk).update(description="")
         for start in range(0, stamp["size"], CHUNK):

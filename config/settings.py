@@ -398,6 +398,10 @@ RECALL_EMOTION_BOOST = env.float(
 SIGNATURE_BITS = env.int("SIGNATURE_BITS", 256, minimum=64, maximum=1024)
 if SIGNATURE_BITS % 64:
     raise ImproperlyConfigured(f"SIGNATURE_BITS={SIGNATURE_BITS} must be a multiple of 64.")
+# Two memories are near-duplicates when both their trigram Jaccard similarity and their
+# signatures' bit agreement reach these (memories.near_duplicates; docs/api.md).
+NEAR_DUPLICATE_TRIGRAM = env.float("NEAR_DUPLICATE_TRIGRAM", 0.7, minimum=0.3, maximum=1.0)
+NEAR_DUPLICATE_SIGNATURE = env.float("NEAR_DUPLICATE_SIGNATURE", 0.75, minimum=0.5, maximum=1.0)
 # How recall fuses its stages and ranks (docs/recall.md; defaults from docs/evaluation.md).
 RECALL_FUSION = env.choice("RECALL_FUSION", "penalty", ("penalty", "rrf"))
 RECALL_RRF_K = env.int("RECALL_RRF_K", 60, minimum=1)

@@ -38,3 +38,17 @@ def content_key(content: str) -> str:
     folded content (case, accents and runs of whitespace do not count). The write path
     answers a create whose key a live memory of the namespace has with that memory."""
     return hashlib.sha256(fold(content).encode()).hexdigest()
+
+
+# Words that turn a statement into its opposite ("don't" folds to "don" + "t": the bare "t"
+# marks the contraction). Recall's interference warning and near-duplicates both use them.
+_NEGATIONS = (
+    "not no never none nobody nothing neither nor cannot without isn aren wasn weren don "
+    "doesn didn won wouldn shouldn couldn hasn haven hadn stopped quit"
+)
+NEGATIONS = frozenset(_NEGATIONS.split())
+
+
+def negated(tokens: list[str]) -> bool:
+    """Whether folded word tokens (words()) hold a negation."""
+    return "t" in tokens or any(token in NEGATIONS for token in tokens)

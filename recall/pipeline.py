@@ -30,7 +30,7 @@ from memories.models import Memory, Namespace
 from recall import fusion, ranking
 from recall.embeddings import EmbeddingUnavailable, embed_texts, get_provider
 from recall.fusion import Candidate
-from recall.rows import association_links, load_rows
+from recall.rows import association_links, load_rows, near_duplicate_links
 from recall.scoring import RecallScoringConfig
 from recall.stages import (
     ALL_STAGES,
@@ -143,6 +143,10 @@ class RecallHit:
     review: bool = False
     timeline: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Each result it contradicts (enrichment.interference): memory_id, newer_id, reason.
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    # The ids of its near-duplicates the caller may see (shown once, as this result).
+    duplicates: list[int] = field(default_factory=list)
     cold: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -159,6 +163,8 @@ class RecallHit:
             "metadata": self.metadata,
             "timeline": self.timeline,
             "warnings": self.warnings,
+            "conflicts": self.conflicts,
+            "duplicates": self.duplicates,
             "explanation": {
                 "stages": self.stages,
                 "stage_scores": {k: round(v, 6) for k, v in self.stage_scores.items()},
@@ -265,13 +271,16 @@ def run_pipeline(
     rows.update(load_rows([i for i, _ in se_hits + ss_hits if i not in rows]))
 
     candidates = _fuse(full, se_hits, ss_hits, rows, filters.now, config, embeddings_ran)
-    ordered = _rank(candidates, terms, filters, ns_by_id, context or {}, limit, config)
+    ordered, duplicates = _rank(candidates, terms, filters, ns_by_id, context or {}, limit, config)
 
     digests = _run_digests(terms, full, filters, limit, wanted, log)
     relations = _run_entity_graph(terms, filters, wanted, log)
     result = RecallResult(
         query=query,
-        results=[_explain(candidates[i], ns_by_id, config, filters.now) for i in ordered],
+        results=[
+            _explain(candidates[i], ns_by_id, config, filters.now, duplicates.get(i, []))
+            for i in ordered
+        ],
         digests=digests,
         relations=relations,
         stage_timings={name: log.timings[name] for name in ALL_STAGES if name in log.timings},
@@ -488,8 +497,9 @@ def _rank(
     context: dict[str, Any],
     limit: int,
     config: RecallConfig,
-) -> list[int]:
-    """Boosts, final scores, MMR and the review blend; ids of the results in order."""
+) -> tuple[list[int], dict[int, list[int]]]:
+    """Boosts, final scores, near-duplicates shown once, MMR and the review blend: ids of
+    the results in order, and each kept result's near-duplicates."""
     ranking.keyword_boost(candidates, terms.terms, config.keyword_boost)
     _spread_associations(candidates, filters, config.association_spread)
     ranking.episode_boost(candidates, config.episode_boost, config.episode_window_minutes)
@@ -502,13 +512,31 @@ def _rank(
         now=filters.now,
         tz=timezone.get_current_timezone(),
     )
-    return ranking.rank(
+    duplicates = _collapse_near_duplicates(candidates, filters)
+    ordered = ranking.rank(
         candidates,
         limit,
         mmr_lambda=config.mmr_lambda,
         review_blend=config.review_blend,
         thresholds=config.thresholds,
     )
+    return ordered, duplicates
+
+
+def _collapse_near_duplicates(
+    candidates: dict[int, Candidate], filters: RecallFilters
+) -> dict[int, list[int]]:
+    """Keep one candidate per group of near-duplicates (ranking.collapse_near_duplicates);
+    linked memories outside the candidates count only if they pass every filter, so a
+    result never names a memory the caller could not have been given."""
+    if not candidates:
+        return {}
+    links = near_duplicate_links(list(candidates), filters.namespace_ids)
+    if not links:
+        return {}
+    outside = {i for link in links for i in link if i not in candidates}
+    visible = load_rows(sorted(outside), filters) if outside else {}
+    return ranking.collapse_near_duplicates(candidates, links, visible)
 
 
 def _spread_associations(
@@ -539,6 +567,7 @@ def _explain(
     ns_by_id: dict[int, Namespace],
     config: RecallConfig,
     now: datetime,
+    duplicates: list[int],
 ) -> RecallHit:
     """The result for one candidate: its stages, scores, boosts and metadata."""
     row = cand.row
@@ -571,4 +600,5 @@ def _explain(
         associative=cand.associative,
         review=in_danger_zone(cand.decay, config.thresholds),
         cold=row["storage"] == Memory.Storage.COLD,
+        duplicates=duplicates,
     )

@@ -229,6 +229,46 @@ def _timestamps(values) -> list[datetime]:
     return out
 
 
+# --- Near-duplicates -------------------------------------------------------------------------
+
+
+def collapse_near_duplicates(
+    candidates: dict[int, Candidate],
+    links: Iterable[tuple[int, int]],
+    visible: Iterable[int] = (),
+) -> dict[int, list[int]]:
+    """One candidate per group of near-duplicates: the groups are the connected parts of
+    the near_duplicate links among the candidates and the `visible` memories linked to
+    them (outside the candidates, but within the caller's reach). The best candidate of
+    each group (highest final score, then lowest id) stays; the group's other candidates
+    are removed from `candidates`. Returns {kept id: the group's other ids, sorted}."""
+    members = set(candidates) | set(visible)
+    parent = {i: i for i in members}
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in links:
+        if a in parent and b in parent:
+            parent[root(a)] = root(b)
+    groups: dict[int, list[int]] = {}
+    for i in members:
+        groups.setdefault(root(i), []).append(i)
+    duplicates: dict[int, list[int]] = {}
+    for group in groups.values():
+        present = [candidates[i] for i in group if i in candidates]
+        if len(group) < 2 or not present:
+            continue
+        best = min(present, key=lambda c: (-c.final, c.memory_id)).memory_id
+        duplicates[best] = sorted(i for i in group if i != best)
+        for i in duplicates[best]:
+            candidates.pop(i, None)
+    return duplicates
+
+
 # --- Order -----------------------------------------------------------------------------------
 
 

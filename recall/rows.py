@@ -10,6 +10,7 @@ from django.db import connection
 
 from config.db import pick
 from memories.models import Association
+from memories.services import NEAR_DUPLICATE
 from recall.stages.filters import RecallFilters
 from recall.stages.sql import in_list
 
@@ -121,6 +122,25 @@ def association_links(
         f"WHERE {targets} AND NOT {sources} AND {namespaces}"
     )
     params = [*source_params, *ns_params, *target_params, *source_params, *ns_params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def near_duplicate_links(ids: list[int], namespace_ids: tuple[int, ...]) -> list[tuple[int, int]]:
+    """(source, target) of the near_duplicate links touching ids, as association_links."""
+    table = connection.ops.quote_name(Association._meta.db_table)
+    sources, source_params = in_list("source_id", ids)
+    targets, target_params = in_list("target_id", ids)
+    namespaces, ns_params = in_list("namespace_id", list(namespace_ids))
+    sql = (
+        f"SELECT source_id, target_id FROM {table} WHERE {sources} AND {namespaces} "
+        "AND kind = %s UNION ALL "
+        f"SELECT source_id, target_id FROM {table} "
+        f"WHERE {targets} AND NOT {sources} AND {namespaces} AND kind = %s"
+    )
+    params = [*source_params, *ns_params, NEAR_DUPLICATE]
+    params += [*target_params, *source_params, *ns_params, NEAR_DUPLICATE]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()

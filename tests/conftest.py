@@ -37,10 +37,13 @@ def database_rows(ignore: Mapping[str, set[str]] | None = None) -> dict[str, lis
                 meta.label, set()
             )
             columns = ", ".join(
-                quote(field.column) for field in meta.concrete_fields if field.attname not in skip
+                quote(field.column)
+                for field in meta.concrete_fields
+                if field.column and field.attname not in skip  # a composite key has none
             )
-            table, pk = quote(meta.db_table), quote(meta.pk.column)
-            cursor.execute(f"SELECT {columns} FROM {table} ORDER BY {pk}")
+            table = quote(meta.db_table)
+            order = ", ".join(quote(field.column) for field in meta.pk_fields)
+            cursor.execute(f"SELECT {columns} FROM {table} ORDER BY {order}")
             rows[meta.label] = cursor.fetchall()
     return rows
 

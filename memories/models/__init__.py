@@ -6,6 +6,7 @@ classification.py  Classification (sensitivity levels), and DerivedQuerySet and
 namespaces.py      Namespace and MODE_WEIGHTS (ranking weights by mode)
 memories.py        Memory, MemoryQuerySet, LIVE_STATUSES, and MemoryEvent (history)
 graph.py           Association, Entity, Relation and RelationQuerySet
+sketches.py        MemorySketch: near-duplicate sketch keys
 digests.py         Consolidation (digests) and quotes_hidden
 tokens.py          ApiToken and ApiTokenQuerySet
 runs.py            BackgroundRun, and ImportChunk (a queued import's spooled body)
@@ -27,6 +28,7 @@ from memories.models.memories import (
     MemoryQuerySet,
 )
 from memories.models.graph import Association, Entity, Relation, RelationQuerySet
+from memories.models.sketches import MemorySketch
 from memories.models.digests import Consolidation, quotes_hidden
 from memories.models.tokens import ApiToken, ApiTokenQuerySet
 from memories.models.runs import BackgroundRun, ImportChunk
@@ -50,6 +52,7 @@ __all__ = [
     "Memory",
     "MemoryEvent",
     "MemoryQuerySet",
+    "MemorySketch",
     "Namespace",
     "Relation",
     "RelationQuerySet",

@@ -114,10 +114,12 @@ class Namespace(models.Model):
 
     class Dedupe(models.TextChoices):
         EXACT = "exact", "Exact: a memory of the same text is not stored twice"
+        NEAR = "near", "Near: nor one of almost the same text"
         OFF = "off", "Off: store every write"
 
     # A create whose text a live memory of the namespace has answers with that memory
-    # (memories.services.memories).
+    # (memories.services.memories); near: also one that is a near-duplicate of it
+    # (memories.near_duplicates). Under exact, near-duplicates are stored and linked.
     dedupe = models.CharField(max_length=8, choices=Dedupe.choices, default=Dedupe.EXACT)
 
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])

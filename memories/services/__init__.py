@@ -4,6 +4,7 @@ memories.py   memories: build, create, bulk create, update, forget, restore, pur
               promote
 events.py     the history event every write records
 duplicates.py exact duplicates: the memory that already holds a text
+near_duplicates.py  near-duplicates: sketches, lookup, links
 supersede.py  facts that change: a memory supersedes older ones
 namespaces.py namespaces: create and update
 tokens.py     API tokens: create and revoke
@@ -47,6 +48,7 @@ from memories.services.namespaces import (
     namespace_create,
     namespace_update,
 )
+from memories.services.near_duplicates import NEAR_DUPLICATE, near_index
 from memories.services.sessions import session_links_create
 from memories.services.supersede import memories_supersede
 from memories.services.tokens import (
@@ -66,6 +68,7 @@ __all__ = [
     "IDENTITY_FIELDS",
     "MAX_STRENGTH",
     "NAMESPACE_EDITABLE_FIELDS",
+    "NEAR_DUPLICATE",
     "SERVER_FIELDS",
     "SNAPSHOT_FIELDS",
     "STRENGTH_BOOST_FACTOR",
@@ -92,6 +95,7 @@ __all__ = [
     "memory_validate",
     "namespace_create",
     "namespace_update",
+    "near_index",
     "relation_create",
     "session_links_create",
     "token_create",

@@ -38,6 +38,16 @@ from memories.services.fields import (
     EDITABLE_FIELDS,
     TEXT_FIELDS,
 )
+from memories.services.near_duplicates import (
+    near_index,
+    near_links_create,
+    near_lock,
+    near_matches,
+    near_reindex,
+    refuses,
+    sketches,
+    sketches_insert,
+)
 from memories.services.sessions import linked_sessions, session_links_create, sessions_lock
 from memories.services.supersede import memories_supersede
 from memories.signatures import simhash_folded
@@ -163,11 +173,14 @@ def memory_create(
     (memories_supersede). `fields` are any of EDITABLE_FIELDS; `session_id`,
     `position` and `prevalidated` as in memory_build.
 
-    In a namespace that dedupes (Namespace.dedupe exact), a text a live memory of the
-    namespace already holds (memories.text.content_key) is not stored again: that memory
-    is touched (a use) and returned instead, with `deduplicated` True (False on a memory
-    just stored). Only a memory at or below `dedupe_ceiling` (the caller's ceiling) can be
-    the answer, so a duplicate never reveals a memory the caller cannot see."""
+    In a namespace that dedupes (Namespace.dedupe exact or near), a text a live memory of
+    the namespace already holds (memories.text.content_key) is not stored again: that
+    memory is touched (a use) and returned instead, with `deduplicated` True (False on a
+    memory just stored). Under "near" the same goes for a near-duplicate (the most similar
+    one answers); under "exact" a near-duplicate is stored and linked to those it resembles
+    (memories.services.near_duplicates). Only a memory at or below `dedupe_ceiling` (the
+    caller's ceiling) is compared, so a duplicate never reveals a memory the caller cannot
+    see."""
     # The session's lock first: a memory's default created_at is taken after it, so turns
     # written at once by two writers are ordered as they were written.
     linked = linked_sessions([(namespace, session_id if isinstance(session_id, str) else "")])
@@ -182,18 +195,32 @@ def memory_create(
         prevalidated=prevalidated,
         **fields,
     )
-    if namespace.dedupe == Namespace.Dedupe.EXACT:
+    original = None
+    if namespace.dedupe != Namespace.Dedupe.OFF:
         key = (namespace.pk, memory.content_key)
         duplicates_lock([key])
+        near_lock([namespace])
         original = live_duplicates([key], ceiling=dedupe_ceiling).get(key)
-        if original is not None:
-            count_duplicate_uses({original: 1}, actor=actor, source=source)  # as bulk does
-            original.deduplicated = True
-            if supersedes:
-                memories_supersede(new=original, old=supersedes, actor=actor, source=source)
-            return original
+    marks = sketches([memory])
+    matches = (
+        []
+        if original
+        else near_matches([memory], marks, ceiling=dedupe_ceiling, now=timezone.now())[0]
+    )
+    if matches and refuses(namespace):
+        original = Memory.objects.select_related("namespace").get(pk=-matches[0][0])
+    if original is not None:
+        count_duplicate_uses({original: 1}, actor=actor, source=source)  # as bulk does
+        original.deduplicated = True
+        if supersedes:
+            memories_supersede(new=original, old=supersedes, actor=actor, source=source)
+        return original
     memory.save(force_insert=True)
     memory.deduplicated = False
+    sketches_insert([memory], marks)
+    near_links_create(
+        [(memory, -target, score) for target, score in matches], now=memory.created_at
+    )
     if linked:
         session_links_create([memory.pk], now=memory.created_at)
     if supersedes:
@@ -236,6 +263,8 @@ def memory_update(
     if {"content", "content_original", "keywords"} & set(changed):
         memory_derive(locked)
         update_fields += list(DERIVED_FIELDS)
+    if "content" in changed:
+        near_reindex(locked)
     if "content" in changed and locked.embedding is not None:
         # The vector described the old text; the backfill embeds the new one.
         locked.embedding, locked.embedding_model = None, ""
@@ -463,8 +492,8 @@ def memory_bulk_create(
     deduping namespace holds, or an earlier item of the request, is that memory (touched
     once per such item, `deduplicated` True).
     """
-    built: list[Memory] = []
     answers: list[Memory | None] = [None] * len(items)
+    own: list[Memory | None] = [None] * len(items)  # the memory built from each item
     errors: dict[str, list[str]] = {}
     linked = linked_sessions(
         (item["namespace"], item.get("session_id") or "")
@@ -475,57 +504,55 @@ def memory_bulk_create(
     keys = [
         (ns.pk, content_key(item["content"]))
         if isinstance(ns := item.get("namespace"), Namespace)
-        and ns.dedupe == Namespace.Dedupe.EXACT
+        and ns.dedupe != Namespace.Dedupe.OFF
         and isinstance(item.get("content"), str)
         else None
         for item in items
     ]
     duplicates_lock(key for key in keys if key)
+    near_lock({item["namespace"] for item in items if isinstance(item.get("namespace"), Namespace)})
     originals: dict[tuple[int, str], Memory] = live_duplicates(
         [key for key in keys if key], ceiling=dedupe_ceiling
     )
-    # Uses by duplicates in this request, by the memory they are (an unsaved one cannot be
-    # a dict key: objects are counted by identity).
-    uses: Counter[int] = Counter()
-    used: dict[int, Memory] = {}
-    with writer(Memory, ids=True, expected=len(items)) as write:
-        chunk: list[Memory] = []
-        for index, item in enumerate(items):
-            try:
-                fields = {k: v for k, v in item.items() if k != "supersedes"}
-                memory = memory_build(**fields, prevalidated=prevalidated)
-            except ValidationError as exc:
-                if hasattr(exc, "error_dict"):
-                    for field, messages in exc.message_dict.items():
-                        errors[f"{index}.{field}"] = messages
-                else:
-                    errors[str(index)] = exc.messages
-                continue
-            if errors:
-                continue
-            key = keys[index] and (memory.namespace_id, memory.content_key)
-            if key and key in originals:
-                answers[index] = used[id(originals[key])] = originals[key]
-                uses[id(originals[key])] += 1
-                continue
-            answers[index] = memory
-            if key:
-                originals[key] = memory
-            chunk.append(memory)
-            if len(chunk) == BULK_CHUNK:
-                write(chunk)
-                built += chunk
-                chunk = []
+    fresh: list[int] = []  # indexes of the items that are new texts
+    for index, item in enumerate(items):
+        try:
+            fields = {k: v for k, v in item.items() if k != "supersedes"}
+            memory = memory_build(**fields, prevalidated=prevalidated)
+        except ValidationError as exc:
+            if hasattr(exc, "error_dict"):
+                for field, messages in exc.message_dict.items():
+                    errors[f"{index}.{field}"] = messages
+            else:
+                errors[str(index)] = exc.messages
+            continue
         if errors:
-            raise ValidationError(errors)
-        if chunk:
-            write(chunk)
-            built += chunk
+            continue
+        key = keys[index] and (memory.namespace_id, memory.content_key)
+        if key and key in originals:
+            answers[index] = originals[key]
+            continue
+        answers[index] = own[index] = memory
+        if key:
+            originals[key] = memory
+        fresh.append(index)
+    if errors:
+        raise ValidationError(errors)
+    built, links = _near_duplicates(fresh, answers, own, ceiling=dedupe_ceiling)
+    with writer(Memory, ids=True, expected=len(built)) as write:
+        for start in range(0, len(built), BULK_CHUNK):
+            write(built[start : start + BULK_CHUNK])
+    links()
     if linked:
         session_links_create(memory.pk for memory in built if memory.session_id)
     _events_and_announce(built, created_event_rows(built, actor, source))
-    for memory in built:
-        memory.deduplicated = False
+    uses: Counter[int] = Counter()
+    used: dict[int, Memory] = {}
+    for index, memory in enumerate(answers):
+        assert memory is not None  # every item was answered, or errors were raised
+        if memory is not own[index]:
+            uses[id(memory)] += 1
+            used[id(memory)] = memory
     if uses:
         count_duplicate_uses(
             {used[obj]: count for obj, count in uses.items()}, actor=actor, source=source
@@ -541,17 +568,54 @@ def memory_bulk_create(
     if errors:  # the transaction undoes the whole request
         raise ValidationError(errors)
     result: list[Memory] = []
-    first = set()
-    for memory in answers:
-        assert memory is not None  # every item was answered, or errors were raised
-        if getattr(memory, "deduplicated", None) is False and id(memory) not in first:
-            first.add(id(memory))
-            result.append(memory)
-        else:  # a duplicate: the memory it is, marked as such
-            answer = copy.copy(memory)
-            answer.deduplicated = True
-            result.append(answer)
+    for index, memory in enumerate(answers):
+        answer = memory if memory is own[index] else copy.copy(memory)
+        answer.deduplicated = memory is not own[index]
+        result.append(answer)
     return result
+
+
+def _near_duplicates(
+    fresh: list[int], answers: list[Memory | None], own: list[Memory | None], *, ceiling: int
+):
+    """Compare the new texts of a bulk create with what is stored and with each other
+    (memories.services.near_duplicates). In a namespace that refuses near-duplicates, an
+    item that is one is answered by the memory it resembles most (`answers` is updated);
+    the others are returned for writing, with a function that writes their sketches and
+    near_duplicate links once they are saved."""
+    memories = [own[index] for index in fresh]
+    marks = sketches(memories)
+    matches = near_matches(memories, marks, ceiling=ceiling, now=timezone.now())
+    stored_ids = {-target for found in matches for target, _ in found if target < 0}
+    stored = Memory.objects.select_related("namespace").in_bulk(stored_ids) if stored_ids else {}
+    answer_of: list[Memory] = []
+    kept: list[int] = []
+    for n, memory in enumerate(memories):
+        best = matches[n][0][0] if matches[n] else None
+        if best is not None and refuses(memory.namespace):
+            answer_of.append(stored[-best] if best < 0 else answer_of[best])
+        else:
+            answer_of.append(memory)
+            kept.append(n)
+    # An item answered by a memory that turned out a near-duplicate is answered by its answer.
+    redirect = {id(memory): answer_of[n] for n, memory in enumerate(memories)}
+    for index, answer in enumerate(answers):
+        if answer is not None and id(answer) in redirect:
+            answers[index] = redirect[id(answer)]
+    built = [memories[n] for n in kept]
+
+    def links() -> None:
+        sketches_insert(built, [marks[n] for n in kept])
+        near_links_create(
+            (
+                (memories[n], -target if target < 0 else answer_of[target].pk, score)
+                for n in kept
+                for target, score in matches[n]
+            ),
+            now=timezone.now(),
+        )
+
+    return built, links
 
 
 @transaction.atomic
@@ -560,6 +624,7 @@ def memories_insert(built: list[Memory], *, actor=None, source: str = "system") 
     set-based, all or nothing. The benchmark's corpus loader uses it."""
     sessions_lock(linked := linked_sessions((m.namespace, m.session_id) for m in built))
     insert_new(built, ids=True)
+    near_index(built, ceiling=Classification.RESTRICTED)
     if linked:
         session_links_create(memory.pk for memory in built if memory.session_id)
     _events_and_announce(built, created_event_rows(built, actor, source))

@@ -1,0 +1,195 @@
+"""Near-duplicates on the write path (the rule: memories.near_duplicates).
+
+Every new memory gets its sketch (MemorySketch rows). Before it is written, the memories
+sharing a sketch key with it are compared with it by both measures: live, current,
+unexpired memories of its namespace at or below the writer's ceiling (a write only ever
+looks at what its writer can see), and the earlier new memories of the same request.
+Under Namespace.dedupe "exact" a near-duplicate is stored and linked to those it
+resembles (`near_duplicate` associations, weight = trigram similarity, from the newer to
+the older), and recall shows each group once. Under "near" it is not stored: the write
+answers with the most similar of them, as an exact duplicate does. Under "off" nothing is
+compared (the sketch is still written, so switching the setting on later finds them).
+
+Set-based: the sketch keys of a whole request are looked up in a few queries on the index
+sketch_ns_key; only the memories sharing a key are loaded and compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from config.db import lock_keys
+from memories.bulk import insert_rows
+from memories.models import (
+    LIVE_STATUSES,
+    Association,
+    Classification,
+    Memory,
+    MemorySketch,
+    Namespace,
+)
+from memories.near_duplicates import Shape, shape, similarity, sketch_keys_many
+
+NEAR_DUPLICATE = "near_duplicate"
+# Sketch keys per lookup query (SQLite's variable limit is 32,766 on current builds).
+_KEYS_PER_QUERY = 10_000
+
+
+@dataclass
+class Sketch:
+    """A new memory's shape and sketch keys, computed once for the lookup and the write."""
+
+    shape: Shape
+    keys: list[int]
+
+
+def sketches(memories: Sequence[Memory]) -> list[Sketch]:
+    shapes = [shape(memory.content) for memory in memories]
+    keys = sketch_keys_many([s.grams for s in shapes])
+    return [Sketch(s, sorted(set(k))) for s, k in zip(shapes, keys, strict=True)]
+
+
+def compares(namespace: Namespace) -> bool:
+    return namespace.dedupe != Namespace.Dedupe.OFF
+
+
+def refuses(namespace: Namespace) -> bool:
+    return namespace.dedupe == Namespace.Dedupe.NEAR
+
+
+def near_lock(namespaces: Iterable[Namespace]) -> None:
+    """Writers of a namespace that refuses near-duplicates take turns (until the
+    transaction ends), so two near copies written at once cannot both be stored."""
+    lock_keys(f"near:{ns.pk}" for ns in namespaces if refuses(ns))
+
+
+Match = tuple[int, float]  # (index of an earlier new memory, or -id of a stored one; similarity)
+
+
+def near_matches(
+    memories: Sequence[Memory], marks: Sequence[Sketch], *, ceiling: int, now: datetime
+) -> list[list[Match]]:
+    """Each new memory's near-duplicates, most similar first: stored ones as (-id, sim),
+    earlier memories of the list as (index, sim). Memories of a namespace that does not
+    compare (dedupe off) get none."""
+    trigram_t = settings.NEAR_DUPLICATE_TRIGRAM
+    signature_t = settings.NEAR_DUPLICATE_SIGNATURE
+    found: list[list[Match]] = [[] for _ in memories]
+    wanted: dict[int, dict[int, list[int]]] = {}  # namespace -> key -> indexes
+    for index, (memory, mark) in enumerate(zip(memories, marks, strict=True)):
+        if compares(memory.namespace):
+            by_key = wanted.setdefault(memory.namespace_id, {})
+            for key in mark.keys:
+                by_key.setdefault(key, []).append(index)
+    pairs: set[tuple[int, int]] = set()  # (index, stored id)
+    for ns, by_key in wanted.items():
+        keys = list(by_key)
+        for start in range(0, len(keys), _KEYS_PER_QUERY):
+            rows = (
+                MemorySketch.objects.filter(
+                    namespace_id=ns,
+                    key__in=keys[start : start + _KEYS_PER_QUERY],
+                    memory__status__in=LIVE_STATUSES,
+                    memory__classification__lte=ceiling,
+                )
+                .exclude(memory__valid_until__lte=now)
+                .exclude(memory__expires_at__lte=now)
+                .values_list("key", "memory_id")
+            )
+            for key, memory_id in rows:
+                pairs.update((index, memory_id) for index in by_key[key])
+        # Earlier new memories sharing a key: compared like stored ones.
+        for indexes in by_key.values():
+            for n, later in enumerate(indexes):
+                for earlier in indexes[:n]:
+                    if earlier != later:
+                        pairs.add((later, -1 - earlier))
+    stored = {memory_id for _index, memory_id in pairs if memory_id >= 0}
+    rows = Memory.objects.filter(pk__in=stored).values_list("pk", "signature", "content")
+    others = {pk: (bytes(sig) if sig is not None else None, content) for pk, sig, content in rows}
+    shapes: dict[int, Shape] = {}
+    for index, other in sorted(pairs):
+        memory, mark = memories[index], marks[index]
+        if other >= 0:
+            signature, content = others[other]
+            if other not in shapes:
+                shapes[other] = shape(content)
+            their, match = shapes[other], -other
+        else:
+            earlier = -1 - other
+            signature, their, match = memories[earlier].signature, marks[earlier].shape, earlier
+        score = similarity(
+            mark.shape,
+            their,
+            memory.signature,
+            signature,
+            trigram_threshold=trigram_t,
+            signature_threshold=signature_t,
+        )
+        if score is not None:
+            found[index].append((match, score))
+    for matches in found:  # most similar first; on a tie a stored one, the oldest
+        matches.sort(key=lambda m: (-m[1], m[0] >= 0, abs(m[0])))
+    return found
+
+
+def sketches_insert(memories: Sequence[Memory], marks: Sequence[Sketch]) -> None:
+    """Write the sketch keys of memories just saved, in one set-based insert."""
+    rows = [
+        (memory.pk, memory.namespace_id, key)
+        for memory, mark in zip(memories, marks, strict=True)
+        for key in mark.keys
+    ]
+    insert_rows(MemorySketch, ("memory_id", "namespace_id", "key"), rows)
+
+
+def near_links_create(links: Iterable[tuple[Memory, int, float]], *, now: datetime) -> None:
+    """`near_duplicate` links from each new memory (saved) to the stored memory it
+    resembles, weighted by their similarity; a link already there is left as it is."""
+    rows = [
+        Association(
+            namespace_id=memory.namespace_id,
+            source_id=memory.pk,
+            target_id=target,
+            weight=round(min(1.0, score), 6),
+            kind=NEAR_DUPLICATE,
+            created_at=now,
+        )
+        for memory, target, score in links
+        if memory.pk != target
+    ]
+    Association.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def near_index(memories: Sequence[Memory], *, ceiling: int, now: datetime | None = None) -> None:
+    """Sketch memories just saved and link them to their near-duplicates, stored ones and
+    each other, without refusing any (import, the benchmark's loader, a changed text).
+    `ceiling`: the writer's, as for the other write paths."""
+    memories = list(memories)
+    if not memories:
+        return
+    marks = sketches(memories)
+    matches = near_matches(memories, marks, ceiling=ceiling, now=now or timezone.now())
+    sketches_insert(memories, marks)
+    near_links_create(
+        (
+            (memory, -target if target < 0 else memories[target].pk, score)
+            for memory, found in zip(memories, matches, strict=True)
+            for target, score in found
+        ),
+        now=now or timezone.now(),
+    )
+
+
+def near_reindex(memory: Memory) -> None:
+    """A memory whose text changed: its sketch and its near_duplicate links (either way)
+    are replaced by those of the new text."""
+    MemorySketch.objects.filter(memory=memory).delete()
+    Association.objects.filter(Q(source=memory) | Q(target=memory), kind=NEAR_DUPLICATE).delete()
+    near_index([memory], ceiling=Classification.RESTRICTED)
