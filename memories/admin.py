@@ -307,6 +307,7 @@ class BackgroundRunAdmin(admin.ModelAdmin):
         "forgotten",
         "cold",
         "archived",
+        "merged",
         "purged",
         "reviewed",
         "cards_created",

@@ -31,7 +31,9 @@ Namespace.decay_params(). The precedence, first match wins, is RULES' order, whi
 order of the CASE in _decisions_sql. The SQL is the rule for what no twin states: which
 rows a sweep examines (live ones, in id ranges) and the state each rule writes.
 
-Then forgotten short-term memories older than FORGOTTEN_RETENTION_DAYS are purged, in
+Then, in namespaces that refuse near-duplicates, the groups stored before are merged
+(memories.services.near_duplicates.near_duplicates_sweep). Then forgotten short-term
+memories older than FORGOTTEN_RETENTION_DAYS are purged, in
 batches, each leaving a 'purged' event. Promoted, long-term and core memories are never
 deleted. No rule's result matches another rule at the same `now`, so one sweep reaches
 the fixed point; every rule is a function of the row's current state and `now`, so a
@@ -64,6 +66,7 @@ from memories.score_sql import (
     quote,
     scored_memories_sql,
 )
+from memories.services.near_duplicates import near_duplicates_sweep
 
 # Rule names, as stored in the event's after["rule"] and counted in SweepReport; RULES is
 # their precedence (first match wins), the order of _decisions_sql's CASE.
@@ -187,6 +190,7 @@ class SweepReport:
     cold: int = 0
     archived: int = 0
     purged: int = 0
+    merged: int = 0  # near-duplicates merged into their group's strongest
     duration_seconds: float = 0.0
     # Dry runs: per namespace id, per rule, how many; and the first ids of each rule.
     by_namespace: dict[int, dict[str, int]] = field(default_factory=dict)
@@ -523,6 +527,7 @@ def sweep_run(
             report.add(action, count)
         if config.batch_pause_seconds:
             time.sleep(config.batch_pause_seconds)
+    report.merged = near_duplicates_sweep(namespace_id, now=now, dry_run=dry_run)
     if purge:
         report.purged = memories_purge_forgotten(
             namespace=namespace_id, now=now, config=config, dry_run=dry_run

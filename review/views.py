@@ -42,7 +42,7 @@ BUTTONS = (
 RECENT_RUNS = 6
 SWEEP_WINDOW_DAYS = 7
 # Counts of a run worth showing, in this order; other numeric counts follow.
-RUN_COUNT_ORDER = ("promoted", "core", "forgotten", "cold", "archived", "purged")
+RUN_COUNT_ORDER = ("promoted", "core", "forgotten", "cold", "archived", "merged", "purged")
 RUN_COUNT_HIDDEN = {"duration_seconds", "batches", "examined", "runs_pruned"}
 # Session counts and next cards include cards whose memory was forgotten or archived
 # mid-session: the page shows such a card with a Restore button rather than skipping it

@@ -301,6 +301,7 @@ class MemoryEvent(models.Model):
         GRADED = "graded", "Graded"
         PURGED = "purged", "Purged"
         SUPERSEDED = "superseded", "Superseded"
+        MERGED = "merged", "Merged"
 
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="events")
     memory = models.ForeignKey(

@@ -48,7 +48,12 @@ from memories.services.namespaces import (
     namespace_create,
     namespace_update,
 )
-from memories.services.near_duplicates import NEAR_DUPLICATE, near_index
+from memories.services.near_duplicates import (
+    NEAR_DUPLICATE,
+    near_duplicates_merge,
+    near_group,
+    near_index,
+)
 from memories.services.sessions import session_links_create
 from memories.services.supersede import memories_supersede
 from memories.services.tokens import (
@@ -95,6 +100,8 @@ __all__ = [
     "memory_validate",
     "namespace_create",
     "namespace_update",
+    "near_duplicates_merge",
+    "near_group",
     "near_index",
     "relation_create",
     "session_links_create",

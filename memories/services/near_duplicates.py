@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -31,10 +32,12 @@ from memories.models import (
     Association,
     Classification,
     Memory,
+    MemoryEvent,
     MemorySketch,
     Namespace,
 )
 from memories.near_duplicates import Shape, shape, similarity, sketch_keys_many
+from memories.services.supersede import SUPERSEDES
 
 NEAR_DUPLICATE = "near_duplicate"
 # Sketch keys per lookup query (SQLite's variable limit is 32,766 on current builds).
@@ -193,3 +196,190 @@ def near_reindex(memory: Memory) -> None:
     MemorySketch.objects.filter(memory=memory).delete()
     Association.objects.filter(Q(source=memory) | Q(target=memory), kind=NEAR_DUPLICATE).delete()
     near_index([memory], ceiling=Classification.RESTRICTED)
+
+
+# --- Merging a group ---------------------------------------------------------------------------
+
+MERGE_MAX_MEMBERS = 100  # a group larger than this is merged in several goes
+
+
+def near_group(memory: Memory, *, ceiling: int, now: datetime | None = None) -> list[Memory]:
+    """The memories `memory` can absorb: those reachable from it over near_duplicate links
+    (either way), live and current, of its namespace, at or below both its level and
+    `ceiling` (so nothing of a more sensitive memory flows into it). Oldest first; at most
+    MERGE_MAX_MEMBERS. One query per hop of links."""
+    now = now or timezone.now()
+    level = min(ceiling, memory.classification)
+    seen = {memory.pk}
+    frontier = {memory.pk}
+    while frontier and len(seen) <= MERGE_MAX_MEMBERS:
+        links = Association.objects.filter(
+            Q(source_id__in=frontier) | Q(target_id__in=frontier),
+            namespace_id=memory.namespace_id,
+            kind=NEAR_DUPLICATE,
+        ).values_list("source_id", "target_id")
+        linked = {i for pair in links for i in pair} - seen
+        reachable = set(
+            Memory.objects.filter(
+                pk__in=linked,
+                status__in=LIVE_STATUSES,
+                classification__lte=level,
+            )
+            .current(now)
+            .unexpired(now)
+            .values_list("pk", flat=True)
+        )
+        seen |= reachable
+        frontier = reachable
+    others = sorted(seen - {memory.pk})[:MERGE_MAX_MEMBERS]
+    return list(Memory.objects.filter(pk__in=others).order_by("pk"))
+
+
+@transaction.atomic
+def near_duplicates_merge(
+    *,
+    keep: Memory,
+    ceiling: int = Classification.RESTRICTED,
+    actor=None,
+    source: str = "system",
+    now: datetime | None = None,
+) -> list[Memory]:
+    """Merge keep's group of near-duplicates (near_group) into it; the merged memories.
+
+    Nothing is deleted and every member keeps its history: each merged memory becomes
+    valid until now (it leaves recall, lists and review, and answers as_of queries from
+    before), gets a 'merged' event naming `keep` and a `supersedes` link from it; `keep`
+    takes their uses and recalls (added), the highest strength and the latest use, and
+    gets a 'merged' event listing them. Set-based: a handful of statements per group."""
+    now = now or timezone.now()
+    keep = Memory.objects.select_for_update().get(pk=keep.pk)
+    members = near_group(keep, ceiling=ceiling, now=now)
+    if not members:
+        return []
+    ids = [m.pk for m in members]
+    before = {
+        "use_count": keep.use_count,
+        "recall_count": keep.recall_count,
+        "strength": keep.strength,
+    }
+    keep.use_count += sum(m.use_count for m in members)
+    keep.recall_count += sum(m.recall_count for m in members)
+    keep.strength = max(keep.strength, *(m.strength for m in members))
+    keep.last_used_at = max(keep.last_used_at, *(m.last_used_at for m in members))
+    keep.save(update_fields=["use_count", "recall_count", "strength", "last_used_at", "updated_at"])
+    Memory.objects.filter(pk__in=ids).update(valid_until=now)
+    events = [
+        MemoryEvent(
+            namespace_id=keep.namespace_id,
+            memory=member,
+            memory_ref=member.pk,
+            kind=MemoryEvent.Kind.MERGED,
+            before={"valid_until": member.valid_until and member.valid_until.isoformat()},
+            after={"valid_until": now.isoformat(), "merged_into": keep.pk},
+            actor=actor,
+            source=source,
+            classification=keep.classification,
+            created_at=now,
+        )
+        for member in members
+    ]
+    events.append(
+        MemoryEvent(
+            namespace_id=keep.namespace_id,
+            memory=keep,
+            memory_ref=keep.pk,
+            kind=MemoryEvent.Kind.MERGED,
+            before=before,
+            after={
+                "use_count": keep.use_count,
+                "recall_count": keep.recall_count,
+                "strength": keep.strength,
+                "merged": ids,
+            },
+            actor=actor,
+            source=source,
+            classification=keep.classification,
+            created_at=now,
+        )
+    )
+    MemoryEvent.objects.bulk_create(events)
+    Association.objects.bulk_create(
+        [
+            Association(
+                namespace_id=keep.namespace_id,
+                source_id=keep.pk,
+                target_id=member.pk,
+                weight=1.0,
+                kind=SUPERSEDES,
+                created_at=now,
+            )
+            for member in members
+        ],
+        ignore_conflicts=True,
+    )
+    for member in members:
+        member.valid_until = now
+    return members
+
+
+def near_groups_strongest(namespace_id: int, *, now: datetime, limit: int) -> list[int]:
+    """One memory per group of near-duplicates of the namespace, the strongest (strength,
+    then uses, then the oldest), for the sweep to merge the rest into: at most `limit`.
+    Reads the links between live, current memories once; the groups are found over those
+    link rows (few next to the memories), not over the memories."""
+    live = Memory.objects.filter(namespace_id=namespace_id, status__in=LIVE_STATUSES).current(now)
+    pairs = list(
+        Association.objects.filter(
+            namespace_id=namespace_id,
+            kind=NEAR_DUPLICATE,
+            source__in=live,
+            target__in=live,
+        ).values_list("source_id", "target_id")
+    )
+    if not pairs:
+        return []
+    parent: dict[int, int] = {}
+
+    def root(i: int) -> int:
+        parent.setdefault(i, i)
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in pairs:
+        parent[root(a)] = root(b)
+    rank = {
+        pk: (-strength, -uses, pk)
+        for pk, strength, uses in Memory.objects.filter(pk__in=list(parent)).values_list(
+            "pk", "strength", "use_count"
+        )
+    }
+    best: dict[int, int] = {}
+    for pk in parent:
+        group = root(pk)
+        if group not in best or rank[pk] < rank[best[group]]:
+            best[group] = pk
+    return sorted(best.values())[:limit]
+
+
+MERGE_GROUPS_PER_SWEEP = 500
+
+
+def near_duplicates_sweep(namespace_id: int | None, *, now: datetime, dry_run: bool = False) -> int:
+    """The sweep's merge step: in each namespace that refuses near-duplicates (dedupe
+    near), every group of them stored before (under exact, or by an import) is merged into
+    its strongest member, at most MERGE_GROUPS_PER_SWEEP groups a namespace per sweep.
+    Each group is its own transaction. The number of memories merged (would be, dry)."""
+    namespaces = Namespace.objects.filter(dedupe=Namespace.Dedupe.NEAR)
+    if namespace_id is not None:
+        namespaces = namespaces.filter(pk=namespace_id)
+    merged = 0
+    for ns_id in namespaces.values_list("pk", flat=True):
+        keep_ids = near_groups_strongest(ns_id, now=now, limit=MERGE_GROUPS_PER_SWEEP)
+        for keep in Memory.objects.filter(pk__in=keep_ids).order_by("pk"):
+            if dry_run:
+                merged += len(near_group(keep, ceiling=Classification.RESTRICTED, now=now))
+            else:
+                merged += len(near_duplicates_merge(keep=keep, source="worker", now=now))
+    return merged

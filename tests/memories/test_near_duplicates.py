@@ -7,6 +7,7 @@ import threading
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from memories import services
 from memories.models import Association, Classification, Memory, MemoryEvent, MemorySketch
@@ -21,6 +22,7 @@ from memories.near_duplicates import (
     trigrams,
 )
 from memories.signatures import simhash
+from memories.sweep import sweep_run
 from tests.support.api import create
 
 PARIS = "User lives in Paris."
@@ -262,3 +264,63 @@ def test_two_concurrent_near_copies_store_one_memory_under_dedupe_near(user):
     assert sorted(m.deduplicated for m in results) == [False, True]
     assert Memory.objects.filter(namespace=namespace).count() == 1
     assert MemoryEvent.objects.filter(kind=MemoryEvent.Kind.TOUCHED).count() == 1
+
+
+# --- Merging -----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_merge_keeps_every_member_and_its_history(namespace):
+    paris = services.memory_create(namespace=namespace, content=PARIS)
+    again = services.memory_create(namespace=namespace, content=PARIS_AGAIN)
+    now_ = services.memory_create(namespace=namespace, content="The user lives in Paris now.")
+    secret = services.memory_create(
+        namespace=namespace,
+        content="User lives in Paris!",
+        classification=Classification.RESTRICTED,
+    )
+    Memory.objects.filter(pk=again.pk).update(use_count=3, recall_count=2, strength=1.5)
+    merged = services.near_duplicates_merge(keep=paris, actor=None, source="dashboard")
+    # The restricted member is above the kept one's level: nothing of it flows down.
+    assert sorted(m.pk for m in merged) == [again.pk, now_.pk]
+    paris.refresh_from_db()
+    assert (paris.use_count, paris.recall_count, paris.strength) == (3, 2, 1.5)
+    assert paris.valid_until is None
+    for member in (again, now_):
+        member.refresh_from_db()
+        assert member.valid_until is not None and member.status == Memory.Status.ACTIVE
+        event = MemoryEvent.objects.get(memory=member, kind=MemoryEvent.Kind.MERGED)
+        assert event.after["merged_into"] == paris.pk and event.source == "dashboard"
+        assert MemoryEvent.objects.filter(memory=member, kind="created").exists()
+        assert Association.objects.filter(source=paris, target=member, kind="supersedes").exists()
+    kept = MemoryEvent.objects.get(memory=paris, kind=MemoryEvent.Kind.MERGED)
+    assert sorted(kept.after["merged"]) == [again.pk, now_.pk]
+    secret.refresh_from_db()
+    assert secret.valid_until is None
+    assert Memory.objects.current(timezone.now()).filter(namespace=namespace).count() == 2
+    assert services.near_duplicates_merge(keep=paris) == []  # nothing left to merge
+
+
+@pytest.mark.django_db
+def test_the_sweep_merges_groups_where_the_namespace_refuses_near_duplicates(user):
+    ns = services.namespace_create(owner=user, name="Was exact")
+    weak = services.memory_create(namespace=ns, content=PARIS)
+    strong = services.memory_create(namespace=ns, content=PARIS_AGAIN)
+    third = services.memory_create(namespace=ns, content="The user lives in Paris now.")
+    Memory.objects.filter(pk=strong.pk).update(strength=1.8)
+    other = services.namespace_create(owner=user, name="Still exact")
+    services.memory_create(namespace=other, content=PARIS)
+    services.memory_create(namespace=other, content=PARIS_AGAIN)
+
+    assert sweep_run(namespace=ns).merged == 0  # exact: groups are shown once, kept
+    ns.dedupe = "near"
+    ns.save(update_fields=["dedupe"])
+    dry = sweep_run(dry_run=True)
+    assert dry.merged == 2 and MemoryEvent.objects.filter(kind="merged").count() == 0
+    report = sweep_run()
+    assert report.merged == 2
+    current = Memory.objects.current(timezone.now())
+    assert list(current.filter(namespace=ns).values_list("pk", flat=True)) == [strong.pk]
+    assert {weak.pk, third.pk} <= set(Memory.objects.values_list("pk", flat=True))
+    assert current.filter(namespace=other).count() == 2
+    assert sweep_run().merged == 0
