@@ -18,6 +18,7 @@ import os
 import platform
 import random
 import socket
+import statistics
 import time
 from datetime import timedelta
 from io import StringIO
@@ -28,7 +29,7 @@ import django
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from benchmarks import corpus, machine
@@ -133,6 +134,7 @@ def run(
     try:
         if "ingest" in only:
             rows += ingest_rows(creates, server, secret, progress)
+            rows += ingest_into_corpus_rows(namespace, progress)
             corpus.vacuum_after_writes()
         if "recall" in only:
             rows += recall_rows(namespace, queries, server, secret, progress)
@@ -195,6 +197,46 @@ def machine_rows() -> list[Row]:
 
 # Conversations in the ingest figure of sessions.
 SESSIONS = 10
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def ingest_into_corpus_rows(namespace: Namespace, progress: Progress) -> list[Row]:
+    """A bulk of conversation turns written into the corpus namespace itself (every write
+    rule at the corpus's size: duplicates and near-duplicates looked up among its
+    memories), in a transaction rolled back after the clock stops, so the corpus stays as
+    built. The median of three."""
+    size = Memory.objects.filter(namespace=namespace).count()
+    vocab = corpus.vocabulary()
+    rng = random.Random(corpus.SEED + 2)
+    bulk = corpus.BATCH
+    progress(f"  ingest: memory_bulk_create of {bulk} into the corpus ({size:,}) ...")
+    rates = []
+    for run in range(3):
+        items = corpus.memory_items(namespace, vocab, rng, bulk, timezone.now())
+        turns = [
+            {**item, "created_at": None, "session_id": f"bench-{run}-{i % SESSIONS}", "position": i}
+            for i, item in enumerate(items)
+        ]
+        try:
+            with transaction.atomic():
+                t0 = time.perf_counter()
+                memory_bulk_create(items=turns, source="bench")
+                rates.append(bulk / (time.perf_counter() - t0))
+                raise _RolledBack
+        except _RolledBack:
+            pass
+    return [
+        (
+            "ingest",
+            f"service: memory_bulk_create of {bulk} in {SESSIONS} sessions into the corpus "
+            f"({size:,}, rolled back)",
+            f"{statistics.median(rates):,.0f}",
+            "mem/s",
+        )
+    ]
 
 
 def ingest_rows(creates: int, server: Server | None, token: str, progress: Progress) -> list[Row]:

@@ -74,7 +74,13 @@ class RecallInput(StrictSerializer):
 
 class RecallOutput(serializers.Serializer):
     query = serializers.CharField()
-    results = serializers.ListField(child=serializers.DictField())
+    results = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Memories, best first (docs/recall.md). Each has `warnings` and `conflicts`: "
+        "one entry per other result it seems to contradict, `{memory_id, newer_id, reason}`; "
+        "and `duplicates`: the ids of its near-duplicates the caller may see, shown once as "
+        "this result.",
+    )
     digests = serializers.ListField(child=serializers.DictField())
     relations = serializers.ListField(child=serializers.DictField())
     stage_timings = serializers.DictField()

@@ -16,16 +16,17 @@ sketch_ns_key; only the memories sharing a key are loaded and compared.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config.db import lock_keys
+from config.db import is_postgres, lock_keys, pick
 from memories.bulk import insert_rows
 from memories.models import (
     LIVE_STATUSES,
@@ -40,8 +41,6 @@ from memories.near_duplicates import Shape, shape, similarity, sketch_keys_many
 from memories.services.supersede import SUPERSEDES
 
 NEAR_DUPLICATE = "near_duplicate"
-# Sketch keys per lookup query (SQLite's variable limit is 32,766 on current builds).
-_KEYS_PER_QUERY = 10_000
 
 
 @dataclass
@@ -92,21 +91,8 @@ def near_matches(
                 by_key.setdefault(key, []).append(index)
     pairs: set[tuple[int, int]] = set()  # (index, stored id)
     for ns, by_key in wanted.items():
-        keys = list(by_key)
-        for start in range(0, len(keys), _KEYS_PER_QUERY):
-            rows = (
-                MemorySketch.objects.filter(
-                    namespace_id=ns,
-                    key__in=keys[start : start + _KEYS_PER_QUERY],
-                    memory__status__in=LIVE_STATUSES,
-                    memory__classification__lte=ceiling,
-                )
-                .exclude(memory__valid_until__lte=now)
-                .exclude(memory__expires_at__lte=now)
-                .values_list("key", "memory_id")
-            )
-            for key, memory_id in rows:
-                pairs.update((index, memory_id) for index in by_key[key])
+        for key, memory_id in _sharing_keys(ns, list(by_key), ceiling=ceiling, now=now):
+            pairs.update((index, memory_id) for index in by_key[key])
         # Earlier new memories sharing a key: compared like stored ones.
         for indexes in by_key.values():
             for n, later in enumerate(indexes):
@@ -140,6 +126,40 @@ def near_matches(
     for matches in found:  # most similar first; on a tie a stored one, the oldest
         matches.sort(key=lambda m: (-m[1], m[0] >= 0, abs(m[0])))
     return found
+
+
+def _sharing_keys(
+    namespace_id: int, keys: list[int], *, ceiling: int, now: datetime
+) -> list[tuple[int, int]]:
+    """(key, memory id) of the live, current, unexpired memories of the namespace at or
+    below the ceiling that have any of the sketch keys: one statement on the index
+    sketch_ns_key, the keys passed as one array (PostgreSQL) or JSON list (SQLite)
+    parameter. A long IN list of literals made PostgreSQL plan badly (seconds for 16,000
+    keys, against 40 ms this way)."""
+    qn = connection.ops.quote_name
+    sketch, memory = qn(MemorySketch._meta.db_table), qn(Memory._meta.db_table)
+    wanted = pick(
+        postgres="s.key = ANY(%s::bigint[])",
+        sqlite="s.key IN (SELECT value FROM json_each(%s))",
+    )
+    at = connection.ops.adapt_datetimefield_value(now)
+    sql = (
+        f"SELECT s.key, s.memory_id FROM {sketch} s JOIN {memory} m ON m.id = s.memory_id "
+        f"WHERE s.namespace_id = %s AND {wanted} AND m.status IN (%s, %s) "
+        "AND m.classification <= %s AND (m.valid_until IS NULL OR m.valid_until > %s) "
+        "AND (m.expires_at IS NULL OR m.expires_at > %s)"
+    )
+    params = [
+        namespace_id,
+        keys if is_postgres() else json.dumps(keys),
+        *LIVE_STATUSES,
+        ceiling,
+        at,
+        at,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def sketches_insert(memories: Sequence[Memory], marks: Sequence[Sketch]) -> None:
