@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.forms.models import fields_for_model
 from django.utils import timezone
 
+from config.serializers import INT64_MAX
 from memories import substring
 from memories.models import SESSION_ID_LENGTH, ApiToken, Memory, Namespace
 from memories.selectors import SESSION_ORDER
@@ -150,6 +151,23 @@ class ForgetForm(DashboardForm):
     reason = forms.CharField(
         required=False,
         widget=forms.TextInput(attrs={"placeholder": "Why forget it? (for example: outdated)"}),
+    )
+
+
+class SupersedeForm(DashboardForm):
+    """The older memory that the memory of the URL replaces (recall's conflict button)."""
+
+    old = forms.IntegerField(min_value=1, max_value=INT64_MAX, label="Memory it replaces")
+
+
+class SupersededByForm(DashboardForm):
+    """The newer memory that replaces the memory of the URL (typed on the memory's page)."""
+
+    new = forms.IntegerField(
+        min_value=1,
+        max_value=INT64_MAX,
+        label="Superseded by memory #",
+        widget=forms.NumberInput(attrs={"inputmode": "numeric", "placeholder": "id"}),
     )
 
 

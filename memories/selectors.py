@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from config.db import pick
 from memories.auth import Scope
-from memories.models import Memory
+from memories.models import Memory, MemoryEvent
 from memories.plots import Threshold
 from memories.score_sql import params_cte, scored_memories_sql
 from memories.sweep import SweepConfig
@@ -115,6 +115,30 @@ def session_turns(memory: Memory, *, around: int = 3) -> SessionTurns | None:
         number=session.filter(earlier).count() + 1,
         total=session.count(),
     )
+
+
+def superseded_by(memory: Memory, *, ceiling: int) -> int | None:
+    """The id of the memory that ended this one's validity: the successor named by its latest
+    'superseded' event, if that event set the valid_until it has now (None when it was ended
+    by hand, or changed since) and the caller's ceiling admits the event."""
+    if memory.valid_until is None:
+        return None
+    after = (
+        MemoryEvent.objects.filter(
+            memory_ref=memory.pk,
+            kind=MemoryEvent.Kind.SUPERSEDED,
+            classification__lte=ceiling,
+        )
+        .values_list("after", flat=True)
+        .first()
+    )
+    if not isinstance(after, dict) or not isinstance(after.get("superseded_by"), int):
+        return None
+    try:
+        ends = datetime.fromisoformat(after.get("valid_until") or "")
+    except (TypeError, ValueError):
+        return None
+    return after["superseded_by"] if ends == memory.valid_until else None
 
 
 # The home page's histogram: bins of 0.05 from 0 to 1, the last one holding every score

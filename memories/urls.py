@@ -56,6 +56,12 @@ pages = [
     path("memories/<int:pk>/forget", views.memory_forget, name="memory-forget"),
     path("memories/<int:pk>/restore", views.memory_restore, name="memory-restore"),
     path("memories/<int:pk>/boost", views.memory_boost, name="memory-boost"),
+    path("memories/<int:pk>/supersede", views.memory_supersede, name="memory-supersede"),
+    path(
+        "memories/<int:pk>/superseded-by",
+        views.memory_superseded_by,
+        name="memory-superseded-by",
+    ),
     path("namespaces/", views.namespace_list, name="namespace-list"),
     path("namespaces/new", views.namespace_create, name="namespace-create"),
     path("namespaces/<slug:slug>/", views.namespace_detail, name="namespace-detail"),

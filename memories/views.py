@@ -33,12 +33,14 @@ from memories.forms import (
     MemoryFilterForm,
     NamespaceCreateForm,
     NamespaceSettingsForm,
+    SupersededByForm,
+    SupersedeForm,
     TokenForm,
     add_service_errors,
 )
 from memories.models import ApiToken, Memory, MemoryEvent, Namespace
 from memories.plots import decay_curve_svg
-from memories.selectors import decay_thresholds, session_turns
+from memories.selectors import decay_thresholds, session_turns, superseded_by
 
 PAGE_SIZE = 25
 HISTORY_LIMIT = 50
@@ -118,6 +120,12 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "links_in": list(memory.links_in.select_related("source")),
         "relations": list(memory.relations.select_related("subject", "object")),
         "session": session_turns(memory),
+        "superseded_by": (
+            superseded_by(memory, ceiling=Scope.of(request).ceiling)
+            if memory.is_superseded
+            else None
+        ),
+        "superseded_by_form": SupersededByForm(),
         "forget_form": ForgetForm(),
         "now": now,
     }
@@ -199,6 +207,56 @@ def memory_boost(request: HttpRequest, pk: int) -> HttpResponse:
         request, f"Boosted: strength {touched.strength:.2f}, {touched.use_count} uses."
     )
     return see_other(safe_next(request, reverse("memory-detail", args=[memory.pk])))
+
+
+def _supersede(request: HttpRequest, *, new: Memory, old: Memory, back: str) -> HttpResponse:
+    """`new` replaces `old` (memories_supersede); back to `next`, or `back`, with a message.
+    A refusal (itself, a cycle, another namespace, valid only from later) writes nothing and
+    says why."""
+    try:
+        ended = services.memories_supersede(
+            new=new, old=[old], actor=request.user, source=DASHBOARD_SOURCE
+        )
+    except ValidationError as error:
+        messages.error(request, f"Memory #{old.pk} was not superseded: {' '.join(error.messages)}")
+    else:
+        if ended:
+            messages.success(request, f"Memory #{old.pk} superseded by memory #{new.pk}.")
+        else:
+            messages.warning(
+                request,
+                f"Memory #{old.pk} had already stopped being valid; it is now linked as "
+                f"replaced by memory #{new.pk}.",
+            )
+    return see_other(safe_next(request, back))
+
+
+@require_POST
+@login_required
+def memory_supersede(request: HttpRequest, pk: int) -> HttpResponse:
+    """This memory, the newer, replaces the memory `old` (recall's conflict warning offers it)."""
+    new = _memory(request, pk)
+    back = reverse("memory-detail", args=[new.pk])
+    form = SupersedeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Name the memory it replaces by its number.")
+        return see_other(safe_next(request, back))
+    old = _memory(request, form.cleaned_data["old"])
+    return _supersede(request, new=new, old=old, back=back)
+
+
+@require_POST
+@login_required
+def memory_superseded_by(request: HttpRequest, pk: int) -> HttpResponse:
+    """This memory, the older, is replaced by the memory `new` (typed on its page)."""
+    old = _memory(request, pk)
+    back = reverse("memory-detail", args=[old.pk])
+    form = SupersededByForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Name the memory that replaces it by its number.")
+        return see_other(safe_next(request, back))
+    new = _memory(request, form.cleaned_data["new"])
+    return _supersede(request, new=new, old=old, back=back)
 
 
 # --- Namespaces --------------------------------------------------------------------------

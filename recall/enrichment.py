@@ -7,12 +7,15 @@ talk about the same thing (Jaccard similarity of their content words, stop words
 negations left out, at least 0.5; 0.35 when they share a non-blank topic) and either
   - one is negated and the other is not ("uses PostgreSQL" / "does not use PostgreSQL"),
   - or they state different numbers about it ("deadline is May 5" / "deadline is May 12").
-Both results get a warning naming the other.
+Both results get a warning naming the other and which of the two is newer (created later;
+the larger id when they were created at the same instant), and the same as data in `conflicts`,
+so the dashboard can offer to supersede the older with the newer.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from itertools import combinations
 
 from memories.text import words
@@ -61,8 +64,33 @@ def interference(hits: list[RecallHit]) -> None:
         elif num_a and num_b and num_a != num_b:
             reason = "different numbers"
         if reason:
-            a.warnings.append(f"⚠️ Conflicts with another result (memory {b.memory_id}): {reason}")
-            b.warnings.append(f"⚠️ Conflicts with another result (memory {a.memory_id}): {reason}")
+            newer = _newer(a, b)
+            for hit, other in ((a, b), (b, a)):
+                age = "newer" if other is newer else "older"
+                hit.warnings.append(
+                    f"⚠️ Conflicts with another result (memory {other.memory_id}, {age}): {reason}"
+                )
+                hit.conflicts.append(
+                    {"memory_id": other.memory_id, "newer_id": newer.memory_id, "reason": reason}
+                )
+
+
+def _created(hit: RecallHit) -> datetime | None:
+    value = hit.metadata.get("created_at")
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(value) if value else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _newer(a: RecallHit, b: RecallHit) -> RecallHit:
+    """The later created of two results; the larger id on a tie or a missing date."""
+    created_a, created_b = _created(a), _created(b)
+    if created_a is not None and created_b is not None and created_a != created_b:
+        return a if created_a > created_b else b
+    return a if a.memory_id > b.memory_id else b
 
 
 def timelines(hits: list[RecallHit]) -> None:

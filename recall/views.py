@@ -25,6 +25,7 @@ from memories.auth import Scope
 from memories.forms import DashboardForm, add_service_errors
 from memories.models import Classification, Memory, Namespace
 from memories.text import fold
+from recall.pipeline import RecallHit
 from recall.services import MAX_LIMIT, recall_run
 from recall.stages.query import analyse_query
 
@@ -113,10 +114,23 @@ def _day_bounds(since: date | None, until: date | None) -> tuple[datetime | None
     return start, end
 
 
+def _supersede_offers(hit: RecallHit, namespaces: dict[int, str]) -> list[dict[str, int]]:
+    """For each result this one contradicts in its own namespace (memories_supersede keeps to
+    one): the older memory and the newer that would replace it."""
+    offers = []
+    for conflict in hit.conflicts:
+        other, newer = conflict["memory_id"], conflict["newer_id"]
+        if namespaces.get(other) == hit.namespace:
+            offers.append({"old": other if newer == hit.memory_id else hit.memory_id, "new": newer})
+    return offers
+
+
 def _hit_rows(result, terms: list[str]) -> list[dict[str, Any]]:
+    namespaces = {hit.memory_id: hit.namespace for hit in result.results}
     return [
         {
             "hit": hit,
+            "supersede": _supersede_offers(hit, namespaces),
             "content": highlight(hit.content, terms),
             "tier": TIER_LABELS.get(hit.metadata.get("tier"), hit.metadata.get("tier") or ""),
             "stages": [(code, STAGE_NAMES.get(code, code)) for code in hit.stages],

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.core.exceptions import ValidationError
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -15,6 +15,7 @@ from memories.models import Association, Memory, MemoryEvent
 SUPERSEDES = "supersedes"  # the kind of the link from a memory to one it replaces
 
 
+@transaction.atomic
 def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source: str = "system"):
     """`new` replaces the memories `old` (a fact that changed): each becomes valid until
         new.valid_from, gets a 'superseded' event and a 'supersedes' link from `new`. Nothing is

@@ -250,6 +250,47 @@ def test_it_searches_as_you_type_and_opens_a_result(page, user):
     shot(page, "memory-detail")
 
 
+def test_it_supersedes_the_older_of_two_conflicting_results(page, user):
+    namespace = services.namespace_create(owner=user, name="Work", mode="agent_memory")
+    old = services.memory_create(
+        namespace=namespace,
+        content="The release deadline is May 5",
+        topic="release",
+        created_at=timezone.now() - timedelta(days=2),
+    )
+    new = services.memory_create(
+        namespace=namespace, content="Release deadline moved: May 12 now", topic="release"
+    )
+    log_in(page)
+    page.set_viewport_size({"width": 375, "height": 740})  # a phone first
+    page.goto("/search/?q=release+deadline")
+    older = page.locator(f'[data-result="{old.pk}"]')
+    assert f"(memory {new.pk}, newer): different numbers" in older.inner_text()
+    button = older.get_by_role("button", name=f"Supersede memory {old.pk} with {new.pk}")
+    assert button.is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    shot(page, "phone-search-conflict")
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    button.focus()
+    page.keyboard.press("Enter")
+    page.locator(".message-success").wait_for()
+    assert page.locator(".message-success").inner_text() == (
+        f"Memory #{old.pk} superseded by memory #{new.pk}."
+    )
+    assert "q=release" in page.url
+    assert page.locator(f'[data-result="{old.pk}"]').count() == 0
+    assert page.locator(f'[data-result="{new.pk}"]').count() == 1
+    shot(page, "search-superseded")
+
+    page.goto(f"/memories/{old.pk}/")
+    superseded = page.locator("[data-superseded]")
+    assert f"by memory #{new.pk}" in superseded.inner_text()
+    shot(page, "memory-superseded")
+    superseded.get_by_role("link", name=f"memory #{new.pk}").click()
+    page.wait_for_url(re.compile(rf"/memories/{new.pk}/$"))
+
+
 def _api_status(url: str, secret: str) -> int:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {secret}"})
     try:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from memories import services
-from memories.models import ApiToken, Memory, MemoryEvent, Namespace
+from memories.auth import Scope
+from memories.models import ApiToken, Classification, Memory, MemoryEvent, Namespace
 from tests.support.dashboard import HX, add_memories, memory_with_history
 
 pytestmark = pytest.mark.django_db
@@ -144,6 +148,170 @@ def test_next_never_leaves_the_site(ada_client, personal):
         reverse("memory-boost", args=[memory.pk]), {"next": "https://evil.example/"}
     )
     assert response["Location"] == reverse("memory-detail", args=[memory.pk])
+
+
+# --- Superseding ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def deadlines(personal):
+    """Two facts that contradict each other, the older then the newer, worded apart enough
+    not to be near-duplicates (which recall would show as one result)."""
+    now = timezone.now()
+    old = services.memory_create(
+        namespace=personal,
+        content="The release deadline is May 5",
+        topic="release",
+        created_at=now - timedelta(days=2),
+    )
+    new = services.memory_create(
+        namespace=personal, content="Release deadline moved: May 12 now", topic="release"
+    )
+    return old, new
+
+
+def messages_of(response) -> list[str]:
+    return [str(message) for message in response.context["messages"]]
+
+
+def test_the_search_page_offers_to_supersede_the_older_of_two_conflicting_results(
+    ada_client, user, deadlines
+):
+    old, new = deadlines
+    search = reverse("search") + "?q=release+deadline"
+    page = ada_client.get(search)
+    body = page.content.decode()
+    assert f"Conflicts with another result (memory {new.pk}, newer)" in body
+    assert f"Supersede memory {old.pk} with {new.pk}" in body
+    assert f'action="{reverse("memory-supersede", args=[new.pk])}"' in body
+
+    response = ada_client.post(
+        reverse("memory-supersede", args=[new.pk]), {"old": old.pk, "next": search}
+    )
+    assert response.status_code == 303 and response["Location"] == search
+    old.refresh_from_db()
+    new.refresh_from_db()
+    assert old.valid_until == new.valid_from and old.status == Memory.Status.ACTIVE
+    event = MemoryEvent.objects.get(memory=old, kind=MemoryEvent.Kind.SUPERSEDED)
+    assert event.after["superseded_by"] == new.pk
+    assert (event.source, event.actor) == ("dashboard", user)
+    after = ada_client.get(search)
+    assert messages_of(after) == [f"Memory #{old.pk} superseded by memory #{new.pk}."]
+    assert [row["hit"].memory_id for row in after.context["rows"]] == [new.pk]
+
+
+def test_a_memory_page_marks_it_superseded_by_a_typed_number(ada_client, deadlines):
+    old, new = deadlines
+    detail = reverse("memory-detail", args=[old.pk])
+    assert 'name="new"' in ada_client.get(detail).content.decode()
+    response = ada_client.post(reverse("memory-superseded-by", args=[old.pk]), {"new": new.pk})
+    assert response.status_code == 303 and response["Location"] == detail
+    old.refresh_from_db()
+    assert old.valid_until is not None
+    page = ada_client.get(detail)
+    body = page.content.decode()
+    assert "Superseded on " in body
+    assert f'by <a href="{reverse("memory-detail", args=[new.pk])}">memory #{new.pk}</a>' in body
+    assert 'name="new"' not in body  # no second supersede offered
+    assert messages_of(page) == [f"Memory #{old.pk} superseded by memory #{new.pk}."]
+    # Without a button, the newer memory's page goes on as before.
+    assert (
+        "Superseded on"
+        not in ada_client.get(reverse("memory-detail", args=[new.pk])).content.decode()
+    )
+
+
+def test_a_memory_ended_by_hand_names_no_successor(ada_client, deadlines):
+    old, _ = deadlines
+    services.memory_update(memory=old, changes={"valid_until": timezone.now()})
+    body = ada_client.get(reverse("memory-detail", args=[old.pk])).content.decode()
+    assert "Superseded on " in body and "by <a" not in body.split("Superseded on ")[1][:200]
+
+
+@pytest.mark.parametrize("case", ["itself", "cycle", "other namespace", "later", "not a number"])
+def test_a_refused_supersede_says_why_and_writes_nothing(
+    ada_client, user, personal, deadlines, nothing_written, case
+):
+    old, new = deadlines
+    url, data = reverse("memory-supersede", args=[new.pk]), {"old": old.pk}
+    expected = f"Memory #{old.pk} was not superseded: "
+    if case == "itself":
+        url, data = reverse("memory-superseded-by", args=[old.pk]), {"new": old.pk}
+        expected += "A memory cannot supersede itself."
+    elif case == "cycle":
+        services.memories_supersede(new=new, old=[old])
+        url, data = reverse("memory-supersede", args=[old.pk]), {"old": new.pk}
+        expected = f"Memory #{new.pk} was not superseded: That would make a cycle of replacements."
+    elif case == "other namespace":
+        elsewhere = services.namespace_create(owner=user, name="Elsewhere", mode="personal")
+        other = services.memory_create(namespace=elsewhere, content="The deadline is May 9")
+        data = {"old": other.pk}
+        expected = f"Memory #{other.pk} was not superseded: Must be a memory of the same namespace."
+    elif case == "later":
+        url, data = reverse("memory-supersede", args=[old.pk]), {"old": new.pk}
+        expected = (
+            f"Memory #{new.pk} was not superseded: "
+            f"Memory {new.pk} is valid only from a later time than this one."
+        )
+    else:
+        data = {"old": "twelve"}
+        expected = "Name the memory it replaces by its number."
+    with nothing_written():
+        response = ada_client.post(url, data)
+    assert response.status_code == 303
+    assert messages_of(ada_client.get(response["Location"])) == [expected]
+
+
+def test_supersede_answers_404_for_another_users_memory(
+    ada_client, deadlines, theirs, nothing_written
+):
+    old, new = deadlines
+    bobs = theirs["memory"]
+    posts = [
+        (reverse("memory-supersede", args=[new.pk]), {"old": bobs.pk}),
+        (reverse("memory-supersede", args=[bobs.pk]), {"old": old.pk}),
+        (reverse("memory-superseded-by", args=[old.pk]), {"new": bobs.pk}),
+        (reverse("memory-superseded-by", args=[bobs.pk]), {"new": new.pk}),
+    ]
+    for url, data in posts:
+        with nothing_written():
+            assert ada_client.post(url, data).status_code == 404, (url, data)
+
+
+def test_supersede_answers_404_for_a_memory_above_the_viewers_ceiling(
+    ada_client, personal, deadlines, monkeypatch, nothing_written
+):
+    """A person sees every level today; a viewer whose scope stops lower (as in
+    tests/review/test_views_ceiling.py) cannot reach a restricted memory either way."""
+    old, _ = deadlines
+    secret = services.memory_create(
+        namespace=personal,
+        content="The release deadline is May 20",
+        classification=Classification.RESTRICTED,
+    )
+    original = Scope.of.__func__
+
+    def lowered(cls, request):
+        scope = original(cls, request)
+        scope.ceiling = Classification.INTERNAL
+        return scope
+
+    monkeypatch.setattr(Scope, "of", classmethod(lowered))
+    for url, data in (
+        (reverse("memory-supersede", args=[secret.pk]), {"old": old.pk}),
+        (reverse("memory-superseded-by", args=[old.pk]), {"new": secret.pk}),
+    ):
+        with nothing_written():
+            assert ada_client.post(url, data).status_code == 404, url
+
+
+def test_supersede_is_a_post(ada_client, deadlines):
+    old, new = deadlines
+    assert (
+        ada_client.get(reverse("memory-supersede", args=[new.pk]), {"old": old.pk}).status_code
+        == 405
+    )
+    assert ada_client.get(reverse("memory-superseded-by", args=[old.pk])).status_code == 405
 
 
 # --- Namespaces and tokens ---------------------------------------------------------------

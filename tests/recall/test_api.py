@@ -164,3 +164,30 @@ def test_a_recall_runs_the_same_few_queries_however_many_memories_match(
     # Token, rate limit (database cache in the tests), scope, the stages, candidate rows,
     # links, the event: a fixed number, never one per candidate.
     assert many <= 20
+
+
+def test_each_result_lists_the_results_it_contradicts_and_which_is_newer(
+    user, namespace, make_token, api
+):
+    now = timezone.now()
+    old = services.memory_create(
+        namespace=namespace,
+        content="The release deadline is May 5",
+        created_at=now - timedelta(days=2),
+    )
+    new = services.memory_create(
+        namespace=namespace, content="Release deadline moved: May 12 now", created_at=now
+    )
+    _, secret = make_token(user, namespaces=[namespace], access="read")
+    response = api(secret).post("/api/v1/recall", {"query": "release deadline"}, format="json")
+    assert response.status_code == 200, response.json()
+    results = {hit["memory_id"]: hit for hit in response.json()["results"]}
+    assert results[old.pk]["conflicts"] == [
+        {"memory_id": new.pk, "newer_id": new.pk, "reason": "different numbers"}
+    ]
+    assert results[new.pk]["conflicts"] == [
+        {"memory_id": old.pk, "newer_id": new.pk, "reason": "different numbers"}
+    ]
+    assert results[new.pk]["warnings"] == [
+        f"⚠️ Conflicts with another result (memory {old.pk}, older): different numbers"
+    ]
