@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config.db import is_postgres, lock_keys, pick
+from config.db import is_postgres, lock_keys
 from memories.bulk import insert_rows
 from memories.models import (
     LIVE_STATUSES,
@@ -82,86 +83,119 @@ def near_matches(
     compare (dedupe off) get none."""
     trigram_t = settings.NEAR_DUPLICATE_TRIGRAM
     signature_t = settings.NEAR_DUPLICATE_SIGNATURE
-    found: list[list[Match]] = [[] for _ in memories]
-    wanted: dict[int, dict[int, list[int]]] = {}  # namespace -> key -> indexes
-    for index, (memory, mark) in enumerate(zip(memories, marks, strict=True)):
-        if compares(memory.namespace):
-            by_key = wanted.setdefault(memory.namespace_id, {})
-            for key in mark.keys:
-                by_key.setdefault(key, []).append(index)
-    pairs: set[tuple[int, int]] = set()  # (index, stored id)
-    for ns, by_key in wanted.items():
-        for key, memory_id in _sharing_keys(ns, list(by_key), ceiling=ceiling, now=now):
-            pairs.update((index, memory_id) for index in by_key[key])
-        # Earlier new memories sharing a key: compared like stored ones.
-        for indexes in by_key.values():
-            for n, later in enumerate(indexes):
-                for earlier in indexes[:n]:
-                    if earlier != later:
-                        pairs.add((later, -1 - earlier))
-    stored = {memory_id for _index, memory_id in pairs if memory_id >= 0}
-    rows = Memory.objects.filter(pk__in=stored).values_list("pk", "signature", "content")
-    others = {pk: (bytes(sig) if sig is not None else None, content) for pk, sig, content in rows}
-    shapes: dict[int, Shape] = {}
-    for index, other in sorted(pairs):
-        memory, mark = memories[index], marks[index]
-        if other >= 0:
-            signature, content = others[other]
-            if other not in shapes:
-                shapes[other] = shape(content)
-            their, match = shapes[other], -other
-        else:
-            earlier = -1 - other
-            signature, their, match = memories[earlier].signature, marks[earlier].shape, earlier
-        score = similarity(
-            mark.shape,
+
+    def score(a: int, their: Shape, signature: bytes | None) -> float | None:
+        return similarity(
+            marks[a].shape,
             their,
-            memory.signature,
+            memories[a].signature,
             signature,
             trigram_threshold=trigram_t,
             signature_threshold=signature_t,
         )
-        if score is not None:
-            found[index].append((match, score))
+
+    found: list[list[Match]] = [[] for _ in memories]
+    by_ns: dict[int, list[int]] = {}
+    for index, memory in enumerate(memories):
+        if compares(memory.namespace):
+            by_ns.setdefault(memory.namespace_id, []).append(index)
+    for ns, indexes in by_ns.items():
+        shapes: dict[int, Shape] = {}
+        rows = _stored_candidates(
+            ns, indexes, memories, marks, ceiling=ceiling, now=now, threshold=signature_t
+        )
+        for index, memory_id, signature, content in rows:
+            if memory_id not in shapes:
+                shapes[memory_id] = shape(content)
+            sim = score(index, shapes[memory_id], bytes(signature) if signature else None)
+            if sim is not None:
+                found[index].append((-memory_id, sim))
+        # Earlier new memories sharing a key: compared the same way.
+        by_key: dict[int, list[int]] = {}
+        for index in indexes:
+            for key in marks[index].keys:
+                by_key.setdefault(key, []).append(index)
+        pairs = {
+            (later, earlier)
+            for group in by_key.values()
+            for later in group
+            for earlier in group
+            if earlier < later
+        }
+        for later, earlier in sorted(pairs):
+            sim = score(later, marks[earlier].shape, memories[earlier].signature)
+            if sim is not None:
+                found[later].append((earlier, sim))
     for matches in found:  # most similar first; on a tie a stored one, the oldest
         matches.sort(key=lambda m: (-m[1], m[0] >= 0, abs(m[0])))
     return found
 
 
-def _sharing_keys(
-    namespace_id: int, keys: list[int], *, ceiling: int, now: datetime
-) -> list[tuple[int, int]]:
-    """(key, memory id) of the live, current, unexpired memories of the namespace at or
-    below the ceiling that have any of the sketch keys: one statement, the keys passed as
-    one array (PostgreSQL) or JSON list (SQLite) parameter and joined as a table, so each
-    key is one probe of the index sketch_ns_key (a long `key IN (...)` of literals planned
-    for seconds on PostgreSQL)."""
+def _stored_candidates(
+    namespace_id: int,
+    indexes: list[int],
+    memories: Sequence[Memory],
+    marks: Sequence[Sketch],
+    *,
+    ceiling: int,
+    now: datetime,
+    threshold: float,
+) -> list[tuple[int, int, bytes | None, str]]:
+    """(index, memory id, signature, content) of the live, current, unexpired memories of
+    the namespace at or below the ceiling that share a sketch key with the new memory at
+    `index`: one statement, each (key, index) pair one probe of the index sketch_ns_key,
+    the pairs passed as arrays (PostgreSQL) or a JSON list (SQLite). PostgreSQL also keeps
+    only the pairs whose signatures agree on `threshold` of their bits (XOR and bit_count
+    in SQL), so a namespace of look-alike texts does not send thousands of rows back;
+    SQLite returns every pair and the caller's test drops them."""
+    pairs = [(key, index) for index in indexes for key in marks[index].keys]
     qn = connection.ops.quote_name
     sketch, memory = qn(MemorySketch._meta.db_table), qn(Memory._meta.db_table)
-    keys_table = pick(
-        postgres="unnest(%s::bigint[]) AS k (key)",
-        sqlite="(SELECT CAST(value AS INTEGER) AS key FROM json_each(%s)) AS k",
-    )
     at = connection.ops.adapt_datetimefield_value(now)
-    # The sketch rows first, materialised: with the memories' statistics out of date (a
-    # namespace filling fast) PostgreSQL otherwise started from the memories and read the
-    # namespace's whole sketch once for each, minutes at 100,000 memories.
-    sql = (
-        f"WITH hits AS MATERIALIZED (SELECT s.key, s.memory_id FROM {keys_table} "
-        f"JOIN {sketch} s ON s.namespace_id = %s AND s.key = k.key) "
-        f"SELECT h.key, h.memory_id FROM hits h JOIN {memory} m ON m.id = h.memory_id "
-        "WHERE m.status IN (%s, %s) AND m.classification <= %s "
+    live = (
+        "m.status IN (%s, %s) AND m.classification <= %s "
         "AND (m.valid_until IS NULL OR m.valid_until > %s) "
         "AND (m.expires_at IS NULL OR m.expires_at > %s)"
     )
-    params = [
-        keys if is_postgres() else json.dumps(keys),
-        namespace_id,
-        *LIVE_STATUSES,
-        ceiling,
-        at,
-        at,
-    ]
+    live_params = [*LIVE_STATUSES, ceiling, at, at]
+    # The sketch rows first, materialised: with the memories' statistics out of date (a
+    # namespace filling fast) PostgreSQL otherwise started from the memories and read the
+    # namespace's whole sketch once for each, minutes at 100,000 memories.
+    if is_postgres():
+        bits = settings.SIGNATURE_BITS
+        signed = [i for i in indexes if memories[i].signature and any(memories[i].signature)]
+        sql = (
+            "WITH hits AS MATERIALIZED (SELECT DISTINCT k.idx, s.memory_id "
+            "FROM unnest(%s::bigint[], %s::int[]) AS k (key, idx) "
+            f"JOIN {sketch} s ON s.namespace_id = %s AND s.key = k.key), "
+            "q AS (SELECT idx, ('x' || sig)::bit(" + str(bits) + ") AS bits "
+            "FROM unnest(%s::int[], %s::text[]) AS q (idx, sig)) "
+            f"SELECT h.idx, m.id, m.signature, m.content FROM hits h "
+            f"JOIN q ON q.idx = h.idx JOIN {memory} m ON m.id = h.memory_id "
+            f"WHERE {live} AND octet_length(m.signature) = %s "
+            f"AND 1.0 - bit_count(('x' || encode(m.signature, 'hex'))::bit({bits}) # q.bits)"
+            f"::float / {bits} >= %s"
+        )
+        params = [
+            [key for key, _ in pairs],
+            [index for _, index in pairs],
+            namespace_id,
+            signed,
+            [memories[i].signature.hex() for i in signed],
+            *live_params,
+            bits // 8,
+            threshold,
+        ]
+    else:
+        sql = (
+            "WITH hits AS MATERIALIZED (SELECT DISTINCT k.idx, s.memory_id FROM ("
+            "SELECT json_extract(value, '$[0]') AS key, json_extract(value, '$[1]') AS idx "
+            f"FROM json_each(%s)) AS k JOIN {sketch} s "
+            "ON s.namespace_id = %s AND s.key = k.key) "
+            f"SELECT h.idx, m.id, m.signature, m.content FROM hits h "
+            f"JOIN {memory} m ON m.id = h.memory_id WHERE {live}"
+        )
+        params = [json.dumps(pairs), namespace_id, *live_params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -275,9 +309,19 @@ def near_duplicates_merge(
     valid until now (it leaves recall, lists and review, and answers as_of queries from
     before), gets a 'merged' event naming `keep` and a `supersedes` link from it; `keep`
     takes their uses and recalls (added), the highest strength and the latest use, and
-    gets a 'merged' event listing them. Set-based: a handful of statements per group."""
+    gets a 'merged' event listing them. Set-based: a handful of statements per group.
+
+    Only a live, current `keep` takes a group in (ValidationError otherwise, nothing
+    written): what is merged into a forgotten or superseded memory would leave recall with
+    it."""
     now = now or timezone.now()
     keep = Memory.objects.select_for_update().get(pk=keep.pk)
+    if keep.status not in LIVE_STATUSES or (
+        keep.valid_until is not None and keep.valid_until <= now
+    ):
+        raise ValidationError(
+            {"keep": "Only a live, current memory can take in its near-duplicates."}
+        )
     members = near_group(keep, ceiling=ceiling, now=now)
     if not members:
         return []
