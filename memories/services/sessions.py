@@ -84,6 +84,9 @@ def session_links_create(memory_ids: Iterable[int], *, now: datetime | None = No
             LAG(m.id, 2) OVER turns AS prev2
         FROM {memory} m
         JOIN touched t ON t.namespace_id = m.namespace_id AND t.session_id = m.session_id
+        -- Implied by the join; said so the partial index memory_ns_session applies (without
+        -- it PostgreSQL read every memory of the table once per session written to).
+        WHERE m.session_id <> ''
         WINDOW turns AS (
             PARTITION BY m.namespace_id, m.session_id
             ORDER BY CASE WHEN m.position IS NULL THEN 1 ELSE 0 END, m.position,
