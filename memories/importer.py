@@ -14,10 +14,25 @@ its own. Should the database still refuse a chunk (a check constraint no field r
 mirrors), the chunk's rows are validated one by one to name the line.
 
 A body too large for the request is spooled and imported by the worker: memories.import_jobs.
+
+Duplicates, under the namespace's `dedupe` (after the header's settings, when applied): a
+memory line that is itself live, current and unexpired, whose text (content_key) a live,
+current, unexpired memory of the namespace at or below the importer's ceiling holds, or an
+earlier such line of the file, is not stored: its id maps to that memory, which counts a
+use, as a write through the API would (memories.services.duplicates; one query per batch).
+Its card, review logs and history are left out (they describe the other copy); its
+associations and relations attach to that memory, less any that would link it to itself or
+repeat a link or relation already there. A line that is not live (forgotten, archived,
+superseded, expired) is history, and is restored as it is. `counts` say what was written:
+"memory" the memories created, "deduplicated" the lines answered by another memory.
+Every created memory gets its sketch and its near_duplicate links once the file's own
+links are in (services.near_index): a near-duplicate is linked, never refused, whatever
+`dedupe` says, since an import restores what was exported.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +50,7 @@ from memories.bulk import insert_new
 from memories.consolidation import content_hash
 from memories.hooks import memories_imported, transfer_parts
 from memories.models import (
+    LIVE_STATUSES,
     Association,
     Classification,
     Consolidation,
@@ -44,6 +60,7 @@ from memories.models import (
     Namespace,
     Relation,
 )
+from memories.services.duplicates import count_duplicate_uses, duplicates_lock, live_duplicates
 from memories.text import fold
 from memories.transfer import FORMAT, VERSION
 
@@ -128,12 +145,17 @@ class _Entity:
 
 
 class _Importer:
-    def __init__(self, *, namespace: Namespace, ceiling: int, apply_settings: bool) -> None:
+    def __init__(
+        self, *, namespace: Namespace, ceiling: int, apply_settings: bool, actor=None
+    ) -> None:
         self.namespace = namespace
         self.ceiling = ceiling
+        self.actor = actor
+        self.now = timezone.now()
         self.default_level = int(Classification.default_for(ceiling))
         self.apply_settings = apply_settings
         self.result = ImportResult()
+        self.result.counts["deduplicated"] = 0
         self.line = 0
         self.header = False
         self.ended = False
@@ -143,6 +165,14 @@ class _Importer:
         self.levels: dict[int, int] = {}
         self.new_ids = self.result.memories
         self.memories: list[tuple[int, int, Memory]] = []  # (line, old id, memory)
+        self.created: list[int] = []  # new ids of the memories written, in file order
+        # Duplicates: content key -> (id, level) of the memory that answers it (a stored
+        # one, or one this import wrote); the old ids answered so; the uses to count.
+        self.answers: dict[str, tuple[int, int]] = {}
+        self.stored: set[int] = set()  # ids of the stored memories among the answers
+        self.deduplicated: set[int] = set()
+        self.uses: Counter[tuple[int, int]] = Counter()  # (id, level) -> lines it answered
+        self.link_pairs: set[tuple[int, int]] = set()  # (source, target) new ids written
         self.dimensions: dict[str, int] = {}  # embedding model -> vector bytes
         self.links: list[tuple[int, dict]] = []
         self.pairs: set[tuple[int, int]] = set()
@@ -227,9 +257,11 @@ class _Importer:
         settings.pop("name", None)  # this namespace keeps its name too
         if self.apply_settings and settings:
             try:
-                services.namespace_update(namespace=self.namespace, changes=settings)
+                updated = services.namespace_update(namespace=self.namespace, changes=settings)
             except DjangoValidationError as exc:
                 raise self.refuse(*messages(exc, "namespace")) from None
+            for name in settings:  # the import goes on under them (dedupe among them)
+                setattr(self.namespace, name, getattr(updated, name))
 
     def _memory(self, record: dict[str, Any]) -> None:
         data = self.valid(records.MemoryRecord, record)
@@ -384,33 +416,97 @@ class _Importer:
                 rows[0][0], f"The database refused lines {rows[0][0]} to {rows[-1][0]}: {exc}"
             ) from exc
 
+    def not_written(self, kind: str, count: int = 1) -> None:
+        """Records of a kind read but not written (a duplicate's): the counts say so."""
+        if count:
+            self.result.counts[kind] = self.result.counts.get(kind, 0) - count
+
+    def live(self, memory: Memory) -> bool:
+        """A memory line that, stored, would be live, current and unexpired."""
+        return (
+            memory.status in LIVE_STATUSES
+            and (memory.valid_until is None or memory.valid_until > self.now)
+            and (memory.expires_at is None or memory.expires_at > self.now)
+        )
+
+    def dedupe_keys(self, batch: list[tuple[int, int, Memory]]) -> list[str | None]:
+        """The content key of each line that may be a duplicate (None: it is stored as it
+        is), with the stored memories answering the keys not seen before (one query)."""
+        if self.namespace.dedupe == Namespace.Dedupe.OFF:
+            return [None] * len(batch)
+        keys = [memory.content_key if self.live(memory) else None for _, _, memory in batch]
+        wanted = sorted({key for key in keys if key and key not in self.answers})
+        if wanted:
+            pairs = [(self.namespace.pk, key) for key in wanted]
+            duplicates_lock(pairs)
+            found = live_duplicates(pairs, ceiling=self.ceiling, now=self.now, current=True)
+            for (_, key), memory in found.items():
+                self.answers[key] = (memory.pk, memory.classification)
+                self.stored.add(memory.pk)
+        return keys
+
     def flush_memories(self) -> None:
         if not self.memories:
             return
-        self.write([(line, memory) for line, _, memory in self.memories], ids=True)
-        for _, old, memory in self.memories:
+        batch, self.memories = self.memories, []
+        keys = self.dedupe_keys(batch)
+        written: list[tuple[int, int, Memory]] = []
+        holders: dict[str, Memory] = {}  # key -> the line of this batch that holds it
+        answered: list[tuple[int, str]] = []  # (old id, key)
+        for entry, key in zip(batch, keys, strict=True):
+            if key is not None and (key in self.answers or key in holders):
+                answered.append((entry[1], key))
+            else:
+                written.append(entry)
+                if key is not None:
+                    holders[key] = entry[2]
+        self.write([(line, memory) for line, _, memory in written], ids=True)
+        for _, old, memory in written:
             self.new_ids[old] = memory.pk
-        # Recall gives imported vectors their sign codes, which it ranks first.
-        memories_imported.send(sender=Memory, memories=[memory for _, _, memory in self.memories])
-        self.memories = []
+            self.created.append(memory.pk)
+        for key, memory in holders.items():
+            self.answers[key] = (memory.pk, memory.classification)
+        for old, key in answered:
+            answer = self.answers[key]
+            self.new_ids[old] = answer[0]
+            self.deduplicated.add(old)
+            self.uses[answer] += 1
+        self.not_written("memory", len(answered))
+        self.result.counts["deduplicated"] += len(answered)
+        if written:
+            # Recall gives imported vectors their sign codes, which it ranks first.
+            memories_imported.send(sender=Memory, memories=[memory for _, _, memory in written])
 
     def flush_links(self) -> None:
         self.flush_memories()
         ids = self.new_ids
-        rows = [
-            (
-                line,
-                Association(
-                    namespace=self.namespace,
-                    source_id=ids[data["source"]],
-                    target_id=ids[data["target"]],
-                    weight=data["weight"],
-                    kind=data["kind"],
-                    created_at=data.get("created_at") or timezone.now(),
-                ),
+        pairs = [(ids[data["source"]], ids[data["target"]]) for _, data in self.links]
+        # Between two stored memories (both ends duplicates) a link may be there already.
+        between = [pair for pair in pairs if pair[0] in self.stored and pair[1] in self.stored]
+        there: set[tuple[int, int]] = set()
+        if between:
+            there = set(
+                Association.objects.filter(
+                    source_id__in={source for source, _ in between},
+                    target_id__in={target for _, target in between},
+                ).values_list("source_id", "target_id")
             )
-            for line, data in self.links
-        ]
+        rows = []
+        for (line, data), pair in zip(self.links, pairs, strict=True):
+            # A duplicate's links move to the memory it is: none to itself, none twice.
+            if pair[0] == pair[1] or pair in self.link_pairs or pair in there:
+                continue
+            self.link_pairs.add(pair)
+            association = Association(
+                namespace=self.namespace,
+                source_id=pair[0],
+                target_id=pair[1],
+                weight=data["weight"],
+                kind=data["kind"],
+                created_at=data.get("created_at") or timezone.now(),
+            )
+            rows.append((line, association))
+        self.not_written("association", len(self.links) - len(rows))
         self.write(rows)
         self.links = []
 
@@ -464,10 +560,16 @@ class _Importer:
                         object_id__in={p[2] for p in pending},
                     ).values_list("subject_id", "predicate", "object_id", "classification")
                 )
+            kept = []
             for line, d in self.relations:
                 fact = (entities[d["subject"]].pk, d["predicate"], entities[d["object"]].pk)
                 if (*fact, d["classification"]) in existing:
+                    if d.get("memory") in self.deduplicated:
+                        continue  # drawn from a text the namespace holds: it is there
                     raise ImportFailed(line, "predicate: This relation already exists.")
+                kept.append((line, d))
+            self.not_written("relation", len(self.relations) - len(kept))
+            self.relations = kept
         rows = [
             (
                 line,
@@ -492,7 +594,8 @@ class _Importer:
         ids = self.new_ids
         rows = []
         for line, data in self.digests:
-            data["memory_ids"] = [ids[old] for old in data.get("memory_ids", [])]
+            # dict.fromkeys: two lines answered by one memory name it once
+            data["memory_ids"] = list(dict.fromkeys(ids[old] for old in data.get("memory_ids", [])))
             data["content_hash"] = content_hash(data["text"])
             rows.append((line, Consolidation(namespace=self.namespace, **data)))
         self.write(rows)
@@ -503,12 +606,16 @@ class _Importer:
         ids = self.new_ids
         rows = []
         for line, data in self.events:
-            new = ids[data.pop("memory")]
+            old = data.pop("memory")
+            if old in self.deduplicated:
+                continue  # the other copy's history
+            new = ids[old]
             data.setdefault("source", "import")
             data.setdefault("created_at", timezone.now())
             rows.append(
                 (line, MemoryEvent(namespace=self.namespace, memory_id=new, memory_ref=new, **data))
             )
+        self.not_written("event", len(self.events) - len(rows))
         self.write(rows)
         self.events = []
 
@@ -516,8 +623,11 @@ class _Importer:
         self.flush_memories()
         self.flush_links()
         # The file's links are in; the links of its sessions it lacks are added (a file
-        # written by hand has session ids and no links; an export has both).
-        services.session_links_create(self.new_ids.values())
+        # written by hand has session ids and no links; an export has both). Duplicates
+        # link nothing, as on the API.
+        services.session_links_create(self.created)
+        self.near_index()
+        self.count_uses()
         self.flush_relations()
         self.flush_entities()  # entities no relation named
         self.flush_digests()
@@ -532,6 +642,31 @@ class _Importer:
                     classification=entity.level, display_name=entity.display
                 )
 
+    def near_index(self) -> None:
+        """The created memories' sketches and near_duplicate links (to stored memories and
+        to each other), BATCH at a time, each batch loaded in one query."""
+        for start in range(0, len(self.created), BATCH):
+            ids = self.created[start : start + BATCH]
+            memories = list(
+                Memory.objects.filter(pk__in=ids)
+                .only("id", "namespace_id", "content", "signature")
+                .order_by("id")
+            )
+            for memory in memories:
+                memory.namespace = self.namespace  # what near_matches reads: no query each
+            services.near_index(memories, ceiling=self.ceiling, now=self.now)
+
+    def count_uses(self) -> None:
+        """Each deduplicated line is a use of the memory that answered it (as on the API)."""
+        uses = [
+            (Memory(pk=pk, namespace_id=self.namespace.pk, classification=level), count)
+            for (pk, level), count in self.uses.items()
+        ]
+        for start in range(0, len(uses), BATCH):
+            count_duplicate_uses(
+                dict(uses[start : start + BATCH]), actor=self.actor, source="import"
+            )
+
 
 def namespace_import(
     *,
@@ -545,7 +680,9 @@ def namespace_import(
 
     `lines` may be text or bytes (UTF-8, refused when invalid), one JSON object each.
     """
-    importer = _Importer(namespace=namespace, ceiling=ceiling, apply_settings=apply_settings)
+    importer = _Importer(
+        namespace=namespace, ceiling=ceiling, apply_settings=apply_settings, actor=actor
+    )
     number = 0
     with transaction.atomic():
         for number, raw in enumerate(lines, start=1):

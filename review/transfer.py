@@ -3,7 +3,9 @@
 Export writes a "card" record per card of a visible memory and a "review_log" record per
 log, after the memories' own records; import validates each against its model
 (memories.import_records.ModelRecord: the fields' rules and the check constraints' bounds)
-and writes them in batches once the memories they name are written.
+and writes them in batches once the memories they name are written. A memory line the
+import deduplicated (another memory holds its text) keeps that memory's card: the line's
+card and review logs are left out.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ class _CardsImport:
         self.context = context
         self.cards: list[tuple[int, int, Card]] = []  # (line, old memory id, card)
         self.card_of: dict[int, Card] = {}
-        self.logs: list[tuple[int, dict[str, Any]]] = []
+        self.logs: list[tuple[int, int, dict[str, Any]]] = []  # (line, old memory id, log)
 
     def read(self, kind: str, record: dict[str, Any]) -> None:
         if kind == "card":
@@ -116,23 +118,32 @@ class _CardsImport:
         if old not in self.card_of:
             raise ctx.refuse("memory: Its card is not earlier in the file.")
         data["card"] = self.card_of[old]
-        self.logs.append((ctx.line, data))
+        self.logs.append((ctx.line, old, data))
         if len(self.logs) >= BATCH:
             self.flush_logs()
 
     def flush_cards(self) -> None:
         ctx = self.context
         ctx.flush_memories()
-        for _, old, card in self.cards:
-            card.memory_id = ctx.new_ids[old]
-        ctx.write([(line, card) for line, _, card in self.cards], ids=True)
+        rows = []
+        for line, old, card in self.cards:
+            if old not in ctx.deduplicated:
+                card.memory_id = ctx.new_ids[old]
+                rows.append((line, card))
+        ctx.not_written("card", len(self.cards) - len(rows))
+        ctx.write(rows, ids=True)
         self.cards = []
 
     def flush_logs(self) -> None:
         self.flush_cards()
-        namespace = self.context.namespace
-        rows = [(line, ReviewLog(namespace=namespace, **data)) for line, data in self.logs]
-        self.context.write(rows)
+        ctx = self.context
+        rows = [
+            (line, ReviewLog(namespace=ctx.namespace, **data))
+            for line, old, data in self.logs
+            if old not in ctx.deduplicated
+        ]
+        ctx.not_written("review_log", len(self.logs) - len(rows))
+        ctx.write(rows)
         self.logs = []
 
     def finish(self) -> None:

@@ -67,7 +67,8 @@ class NamespaceImportView(APIView):
         responses={201: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
         tags=["namespaces"],
         summary="Import a JSON Lines export into this namespace, all or nothing",
-        description="Memories get new ids; the response maps old ids to new. A malformed, "
+        description="Memories get new ids; the response maps old ids to new (a line whose "
+        "text the namespace holds maps to that memory, counted under `deduplicated`). A malformed, "
         "truncated or out-of-scope line writes nothing and the error names the line "
         "(`fields` maps `line N` to its fields' errors). A body over API_MAX_BODY_BYTES is "
         "imported in the background: 202 with a job to poll at `url`.",
@@ -77,8 +78,8 @@ class NamespaceImportView(APIView):
                 response_only=True,
                 status_codes=["201"],
                 value={
-                    "counts": {"memory": 2, "association": 1},
-                    "memory_ids": {"17": 301, "18": 302},
+                    "counts": {"memory": 2, "deduplicated": 1, "association": 1},
+                    "memory_ids": {"17": 301, "18": 302, "19": 77},
                 },
             ),
             OpenApiExample(

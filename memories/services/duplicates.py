@@ -22,10 +22,15 @@ def duplicates_lock(keys: Iterable[tuple[int, str]]) -> None:
 
 
 def live_duplicates(
-    keys: Iterable[tuple[int, str]], *, ceiling: int, now: datetime | None = None
+    keys: Iterable[tuple[int, str]],
+    *,
+    ceiling: int,
+    now: datetime | None = None,
+    current: bool = False,
 ) -> dict[tuple[int, str], Memory]:
     """The oldest live, unexpired memory at or below `ceiling` holding each (namespace id,
-    content key), in one query on the index memory_ns_content_key."""
+    content key), in one query on the index memory_ns_content_key. `current`: only a
+    memory not superseded at `now` (the import's rule)."""
     wanted: dict[int, set[str]] = {}
     for ns, key in keys:
         wanted.setdefault(ns, set()).add(key)
@@ -35,12 +40,13 @@ def live_duplicates(
     for ns, ns_keys in wanted.items():
         match |= Q(namespace_id=ns, content_key__in=sorted(ns_keys))
     found: dict[tuple[int, str], Memory] = {}
-    candidates = (
-        Memory.objects.filter(match, status__in=LIVE_STATUSES, classification__lte=ceiling)
-        .unexpired(now or timezone.now())
-        .select_related("namespace")
-        .order_by("-id")
-    )
+    now = now or timezone.now()
+    candidates = Memory.objects.filter(
+        match, status__in=LIVE_STATUSES, classification__lte=ceiling
+    ).unexpired(now)
+    if current:
+        candidates = candidates.current(now)
+    candidates = candidates.select_related("namespace").order_by("-id")
     for memory in candidates:  # the oldest last, so it stays
         found[(memory.namespace_id, memory.content_key)] = memory
     return found

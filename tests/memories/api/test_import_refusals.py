@@ -315,6 +315,7 @@ def test_the_base_file_imports(user, target, client_for):
         "card": 1,
         "review_log": 1,
         "event": 2,
+        "deduplicated": 0,
     }
     target.refresh_from_db()
     assert target.decay_beta == 0.5
