@@ -17,6 +17,7 @@ from memories.auth import Scope
 from memories.models import Memory, MemoryEvent
 from memories.plots import Threshold
 from memories.score_sql import params_cte, scored_memories_sql
+from memories.services.near_duplicates import near_group
 from memories.sweep import SweepConfig
 
 # The status filter's value for "every status, forgotten ones included".
@@ -139,6 +140,14 @@ def superseded_by(memory: Memory, *, ceiling: int) -> int | None:
     except (TypeError, ValueError):
         return None
     return after["superseded_by"] if ends == memory.valid_until else None
+
+
+def near_duplicates_of(memory: Memory, *, ceiling: int) -> list[Memory]:
+    """The near-duplicates a memory's page lists, and merging it would take in: its group
+    (memories.services.near_group: live, current, at or below both its level and the
+    viewer's `ceiling`), oldest first. One query per hop of near_duplicate links (one when
+    it has none)."""
+    return near_group(memory, ceiling=ceiling)
 
 
 # The home page's histogram: bins of 0.05 from 0 to 1, the last one holding every score

@@ -62,6 +62,7 @@ pages = [
         views.memory_superseded_by,
         name="memory-superseded-by",
     ),
+    path("memories/<int:pk>/merge", views.memory_merge, name="memory-merge"),
     path("namespaces/", views.namespace_list, name="namespace-list"),
     path("namespaces/new", views.namespace_create, name="namespace-create"),
     path("namespaces/<slug:slug>/", views.namespace_detail, name="namespace-detail"),

@@ -38,9 +38,14 @@ from memories.forms import (
     TokenForm,
     add_service_errors,
 )
-from memories.models import ApiToken, Memory, MemoryEvent, Namespace
+from memories.models import LIVE_STATUSES, ApiToken, Memory, MemoryEvent, Namespace
 from memories.plots import decay_curve_svg
-from memories.selectors import decay_thresholds, session_turns, superseded_by
+from memories.selectors import (
+    decay_thresholds,
+    near_duplicates_of,
+    session_turns,
+    superseded_by,
+)
 
 PAGE_SIZE = 25
 HISTORY_LIMIT = 50
@@ -95,6 +100,7 @@ def memory_list(request: HttpRequest) -> HttpResponse:
 def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A memory: content, metadata, schedule, history, recalls, links and its decay curve."""
     memory = _memory(request, pk)
+    ceiling = Scope.of(request).ceiling
     now = timezone.now()
     params = memory.namespace.decay_params()
     points = decay_curve(
@@ -120,11 +126,11 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "links_in": list(memory.links_in.select_related("source")),
         "relations": list(memory.relations.select_related("subject", "object")),
         "session": session_turns(memory),
-        "superseded_by": (
-            superseded_by(memory, ceiling=Scope.of(request).ceiling)
-            if memory.is_superseded
-            else None
-        ),
+        "superseded_by": (superseded_by(memory, ceiling=ceiling) if memory.is_superseded else None),
+        "near_duplicates": near_duplicates_of(memory, ceiling=ceiling),
+        # Only a live memory with no end of validity is offered its group (the service
+        # refuses a forgotten or superseded one).
+        "can_merge": memory.valid_until is None and memory.status in LIVE_STATUSES,
         "superseded_by_form": SupersededByForm(),
         "forget_form": ForgetForm(),
         "now": now,
@@ -257,6 +263,35 @@ def memory_superseded_by(request: HttpRequest, pk: int) -> HttpResponse:
         return see_other(safe_next(request, back))
     new = _memory(request, form.cleaned_data["new"])
     return _supersede(request, new=new, old=old, back=back)
+
+
+@require_POST
+@login_required
+def memory_merge(request: HttpRequest, pk: int) -> HttpResponse:
+    """Merge the memory's near-duplicates the person may see into it
+    (near_duplicates_merge, source dashboard); back to `next` or its page, with a message.
+    A refusal (the memory is forgotten or superseded) writes nothing and says why."""
+    memory = _memory(request, pk)
+    try:
+        merged = services.near_duplicates_merge(
+            keep=memory,
+            ceiling=Scope.of(request).ceiling,
+            actor=request.user,
+            source=DASHBOARD_SOURCE,
+        )
+    except ValidationError as error:
+        messages.error(request, f"Nothing was merged: {' '.join(error.messages)}")
+    else:
+        if merged:
+            count = len(merged)
+            messages.success(
+                request,
+                f"Merged {count} {'memory' if count == 1 else 'memories'} "
+                f"into memory #{memory.pk}.",
+            )
+        else:
+            messages.info(request, "Nothing to merge.")
+    return see_other(safe_next(request, reverse("memory-detail", args=[memory.pk])))
 
 
 # --- Namespaces --------------------------------------------------------------------------

@@ -291,6 +291,48 @@ def test_it_supersedes_the_older_of_two_conflicting_results(page, user):
     page.wait_for_url(re.compile(rf"/memories/{new.pk}/$"))
 
 
+def test_it_merges_a_memorys_near_duplicates_by_keyboard_and_on_a_phone(page, user):
+    namespace = services.namespace_create(owner=user, name="Work", mode="agent_memory")
+    kept = services.memory_create(
+        namespace=namespace,
+        content="User lives in Paris.",
+        created_at=timezone.now() - timedelta(days=2),
+    )
+    again = services.memory_create(namespace=namespace, content="The user lives in Paris.")
+    services.memory_create(namespace=namespace, content="User lives in Berlin.")
+    log_in(page)
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone first
+    page.goto(f"/memories/{kept.pk}/")
+    card = page.locator("[data-near-duplicates]")
+    assert card.locator("[data-near-duplicate]").count() == 1
+    assert (
+        "The user lives in Paris."
+        in card.locator(f'[data-near-duplicate="{again.pk}"]').inner_text()
+    )
+    button = card.get_by_role("button", name="Merge 1 into this memory")
+    button.scroll_into_view_if_needed()
+    assert button.is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    shot(page, "phone-memory-near-duplicates")
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    button.focus()
+    page.keyboard.press("Enter")
+    page.locator(".message-success").wait_for()
+    assert page.locator(".message-success").inner_text() == (
+        f"Merged 1 memory into memory #{kept.pk}."
+    )
+    page.wait_for_url(re.compile(rf"/memories/{kept.pk}/$"))
+    assert page.locator("[data-near-duplicates]").count() == 0
+    shot(page, "memory-merged")
+    again.refresh_from_db()
+    assert again.valid_until is not None
+
+    page.goto(f"/memories/{again.pk}/")  # its page and history stay
+    assert page.locator("[data-superseded]").count() == 1
+    assert "Merged" in page.locator("table.data").inner_text()
+
+
 def _api_status(url: str, secret: str) -> int:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {secret}"})
     try:

@@ -314,6 +314,185 @@ def test_supersede_is_a_post(ada_client, deadlines):
     assert ada_client.get(reverse("memory-superseded-by", args=[old.pk])).status_code == 405
 
 
+# --- Near-duplicates ----------------------------------------------------------------------
+
+PARIS = "User lives in Paris."
+PARIS_AGAIN = "The user lives in Paris."  # a near-duplicate of PARIS (0.83)
+PARIS_NOW = "The user lives in Paris now."  # near PARIS_AGAIN (0.73), not PARIS (0.60)
+BERLIN = "User lives in Berlin."  # not a near-duplicate of PARIS (0.46)
+
+
+@pytest.fixture
+def paris(personal):
+    """A memory with two near-duplicates (one of them reached over the other) and an
+    unrelated memory: (kept, [members], berlin)."""
+    now = timezone.now()
+    kept = services.memory_create(
+        namespace=personal, content=PARIS, created_at=now - timedelta(days=3)
+    )
+    again = services.memory_create(
+        namespace=personal, content=PARIS_AGAIN, created_at=now - timedelta(days=2)
+    )
+    later = services.memory_create(namespace=personal, content=PARIS_NOW)
+    berlin = services.memory_create(namespace=personal, content=BERLIN)
+    assert services.near_group(kept, ceiling=Classification.RESTRICTED) == [again, later]
+    return kept, [again, later], berlin
+
+
+def near_listed(response) -> list[int]:
+    return [memory.pk for memory in response.context["near_duplicates"]]
+
+
+def test_a_memory_page_lists_its_near_duplicates_and_merges_them(ada_client, user, paris):
+    kept, members, berlin = paris
+    detail = reverse("memory-detail", args=[kept.pk])
+    page = ada_client.get(detail)
+    body = page.content.decode()
+    assert near_listed(page) == [m.pk for m in members]
+    for member in members:
+        assert f'data-near-duplicate="{member.pk}"' in body
+        assert f'href="{reverse("memory-detail", args=[member.pk])}">{member.content}</a>' in body
+    assert f'data-near-duplicate="{berlin.pk}"' not in body
+    assert f"strength {members[0].strength:.2f}" in body
+    assert f'action="{reverse("memory-merge", args=[kept.pk])}"' in body
+    assert "Merge 2 into this memory" in body
+    assert "They leave recall, lists and review; their history stays; nothing is deleted." in body
+    # The unrelated memory has none: no card.
+    assert "Near-duplicates" not in (
+        ada_client.get(reverse("memory-detail", args=[berlin.pk])).content.decode()
+    )
+
+    response = ada_client.post(reverse("memory-merge", args=[kept.pk]))
+    assert response.status_code == 303 and response["Location"] == detail
+    after = ada_client.get(detail)
+    assert messages_of(after) == [f"Merged 2 memories into memory #{kept.pk}."]
+    assert near_listed(after) == [] and "Near-duplicates" not in after.content.decode()
+    for member in members:
+        member.refresh_from_db()
+        assert member.valid_until is not None and member.status == Memory.Status.ACTIVE
+        event = MemoryEvent.objects.get(memory=member, kind=MemoryEvent.Kind.MERGED)
+        assert event.after["merged_into"] == kept.pk
+        assert (event.source, event.actor) == ("dashboard", user)
+        # Its history stays, and its page still answers.
+        assert MemoryEvent.objects.filter(memory=member, kind="created").exists()
+        assert ada_client.get(reverse("memory-detail", args=[member.pk])).status_code == 200
+    event = MemoryEvent.objects.get(memory=kept, kind=MemoryEvent.Kind.MERGED)
+    assert sorted(event.after["merged"]) == [m.pk for m in members]
+    assert (event.source, event.actor) == ("dashboard", user)
+    kept.refresh_from_db()
+    assert kept.valid_until is None
+    listed = [row["memory"].pk for row in ada_client.get(reverse("memory-list")).context["rows"]]
+    assert sorted(listed) == sorted([kept.pk, berlin.pk])
+
+
+def test_merging_one_says_memory_and_next_returns_where_you_came_from(ada_client, personal):
+    kept = services.memory_create(namespace=personal, content=PARIS)
+    again = services.memory_create(namespace=personal, content=PARIS_AGAIN)
+    page = ada_client.get(reverse("memory-detail", args=[again.pk]))
+    assert near_listed(page) == [kept.pk] and "Merge 1 into this memory" in page.content.decode()
+    back = reverse("memory-list")
+    response = ada_client.post(reverse("memory-merge", args=[again.pk]), {"next": back})
+    assert response.status_code == 303 and response["Location"] == back
+    assert messages_of(ada_client.get(back)) == [f"Merged 1 memory into memory #{again.pk}."]
+    kept.refresh_from_db()
+    assert kept.valid_until is not None
+
+
+def test_merging_twice_says_there_is_nothing_to_merge(ada_client, paris, nothing_written):
+    kept, _, _ = paris
+    url = reverse("memory-merge", args=[kept.pk])
+    assert ada_client.post(url).status_code == 303
+    ada_client.get(reverse("memory-detail", args=[kept.pk]))  # the first message is read
+    with nothing_written():
+        response = ada_client.post(url)
+    assert response.status_code == 303
+    assert messages_of(ada_client.get(response["Location"])) == ["Nothing to merge."]
+
+
+def test_a_member_above_the_kept_memorys_level_is_neither_listed_nor_merged(ada_client, personal):
+    kept = services.memory_create(
+        namespace=personal, content=PARIS, classification=Classification.INTERNAL
+    )
+    public = services.memory_create(
+        namespace=personal, content="User lives in Paris!", classification=Classification.PUBLIC
+    )
+    secret = services.memory_create(
+        namespace=personal, content=PARIS_AGAIN, classification=Classification.CONFIDENTIAL
+    )
+    page = ada_client.get(reverse("memory-detail", args=[kept.pk]))
+    assert near_listed(page) == [public.pk]
+    assert f'data-near-duplicate="{secret.pk}"' not in page.content.decode()
+    response = ada_client.post(reverse("memory-merge", args=[kept.pk]))
+    assert messages_of(ada_client.get(response["Location"])) == [
+        f"Merged 1 memory into memory #{kept.pk}."
+    ]
+    secret.refresh_from_db()
+    public.refresh_from_db()
+    assert secret.valid_until is None and public.valid_until is not None
+    assert not MemoryEvent.objects.filter(memory=secret, kind=MemoryEvent.Kind.MERGED).exists()
+    # From the more sensitive side, the less sensitive memory can be taken in.
+    assert near_listed(ada_client.get(reverse("memory-detail", args=[secret.pk]))) == [kept.pk]
+
+
+@pytest.mark.parametrize("state", ["superseded", "forgotten"])
+def test_a_superseded_or_forgotten_memory_takes_in_nothing(
+    ada_client, paris, nothing_written, state
+):
+    kept, members, _ = paris
+    if state == "superseded":
+        services.memory_update(memory=kept, changes={"valid_until": timezone.now()})
+    else:
+        services.memory_forget(memory=kept, reason="wrong")
+    page = ada_client.get(reverse("memory-detail", args=[kept.pk]))
+    body = page.content.decode()
+    assert near_listed(page) == [m.pk for m in members]  # still shown, to find them
+    assert "into this memory" not in body
+    assert "Only a live, current memory can take in its near-duplicates." in body
+    with nothing_written():
+        response = ada_client.post(reverse("memory-merge", args=[kept.pk]))
+    assert response.status_code == 303
+    assert messages_of(ada_client.get(response["Location"])) == [
+        "Nothing was merged: Only a live, current memory can take in its near-duplicates."
+    ]
+
+
+def test_merge_answers_404_for_another_users_memory(ada_client, paris, theirs, nothing_written):
+    with nothing_written():
+        response = ada_client.post(reverse("memory-merge", args=[theirs["memory"].pk]))
+    assert response.status_code == 404
+
+
+def test_merge_answers_404_for_a_memory_above_the_viewers_ceiling(
+    ada_client, personal, paris, monkeypatch, nothing_written
+):
+    """As for superseding: a viewer whose scope stops lower cannot merge into a restricted
+    memory, nor learn of it."""
+    secret = services.memory_create(
+        namespace=personal, content="User lives in Paris!", classification=Classification.RESTRICTED
+    )
+    original = Scope.of.__func__
+
+    def lowered(cls, request):
+        scope = original(cls, request)
+        scope.ceiling = Classification.INTERNAL
+        return scope
+
+    monkeypatch.setattr(Scope, "of", classmethod(lowered))
+    with nothing_written():
+        assert ada_client.post(reverse("memory-merge", args=[secret.pk])).status_code == 404
+    assert ada_client.get(reverse("memory-detail", args=[secret.pk])).status_code == 404
+    kept, members, _ = paris
+    page = ada_client.get(reverse("memory-detail", args=[kept.pk]))
+    assert near_listed(page) == [m.pk for m in members]
+    assert f'data-near-duplicate="{secret.pk}"' not in page.content.decode()
+
+
+def test_merge_is_a_post(ada_client, paris, nothing_written):
+    kept, _, _ = paris
+    with nothing_written():
+        assert ada_client.get(reverse("memory-merge", args=[kept.pk])).status_code == 405
+
+
 # --- Namespaces and tokens ---------------------------------------------------------------
 
 
