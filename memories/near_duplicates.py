@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memories.signatures import hamming_similarity
-from memories.text import fold, negated, words
+from memories.text import WORD, fold, negated, words
 
 BANDS = 24
 ROWS = 6
@@ -67,7 +67,11 @@ _TRIGRAM_CACHE_SIZE = 200_000
 
 def trigrams(text: str) -> frozenset[str]:
     """The character trigrams of the folded text padded with a space on each side."""
-    padded = f" {fold(text)} "
+    return _folded_trigrams(fold(text))
+
+
+def _folded_trigrams(folded: str) -> frozenset[str]:
+    padded = f" {folded} "
     return frozenset(padded[i : i + 3] for i in range(len(padded) - 2))
 
 
@@ -86,9 +90,10 @@ class Shape:
 
 
 def shape(text: str) -> Shape:
-    tokens = words(text)
+    folded = fold(text)  # once: fold is idempotent, so words() of it would fold again
+    tokens = WORD.findall(folded)
     return Shape(
-        grams=trigrams(text),
+        grams=_folded_trigrams(folded),
         numbers=frozenset(t for t in tokens if any(ch.isdigit() for ch in t)),
         negated=negated(tokens),
     )
