@@ -439,7 +439,7 @@ class _Importer:
         if wanted:
             pairs = [(self.namespace.pk, key) for key in wanted]
             duplicates_lock(pairs)
-            found = live_duplicates(pairs, ceiling=self.ceiling, now=self.now, current=True)
+            found = live_duplicates(pairs, ceiling=self.ceiling, now=self.now)
             for (_, key), memory in found.items():
                 self.answers[key] = (memory.pk, memory.classification)
                 self.stored.add(memory.pk)

@@ -120,26 +120,30 @@ def session_turns(memory: Memory, *, around: int = 3) -> SessionTurns | None:
 
 def superseded_by(memory: Memory, *, ceiling: int) -> int | None:
     """The id of the memory that ended this one's validity: the successor named by its latest
-    'superseded' event, if that event set the valid_until it has now (None when it was ended
-    by hand, or changed since) and the caller's ceiling admits the event."""
+    'superseded' event (or the memory it was merged into, by a 'merged' event), if that
+    event set the valid_until it has now (None when it was ended by hand, or changed since)
+    and the caller's ceiling admits the event."""
     if memory.valid_until is None:
         return None
     after = (
         MemoryEvent.objects.filter(
             memory_ref=memory.pk,
-            kind=MemoryEvent.Kind.SUPERSEDED,
+            kind__in=(MemoryEvent.Kind.SUPERSEDED, MemoryEvent.Kind.MERGED),
             classification__lte=ceiling,
         )
         .values_list("after", flat=True)
         .first()
     )
-    if not isinstance(after, dict) or not isinstance(after.get("superseded_by"), int):
+    if not isinstance(after, dict):
+        return None
+    successor = after.get("superseded_by") or after.get("merged_into")
+    if not isinstance(successor, int) or isinstance(successor, bool):
         return None
     try:
         ends = datetime.fromisoformat(after.get("valid_until") or "")
     except (TypeError, ValueError):
         return None
-    return after["superseded_by"] if ends == memory.valid_until else None
+    return successor if ends == memory.valid_until else None
 
 
 def near_duplicates_of(memory: Memory, *, ceiling: int) -> list[Memory]:

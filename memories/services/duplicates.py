@@ -26,11 +26,11 @@ def live_duplicates(
     *,
     ceiling: int,
     now: datetime | None = None,
-    current: bool = False,
 ) -> dict[tuple[int, str], Memory]:
     """The oldest live, unexpired memory at or below `ceiling` holding each (namespace id,
-    content key), in one query on the index memory_ns_content_key. `current`: only a
-    memory not superseded at `now` (the import's rule)."""
+    content key) that is current (not superseded at `now`: a fact that stopped being true
+    is no answer to a write saying it again), in one query on the index
+    memory_ns_content_key."""
     wanted: dict[int, set[str]] = {}
     for ns, key in keys:
         wanted.setdefault(ns, set()).add(key)
@@ -41,11 +41,11 @@ def live_duplicates(
         match |= Q(namespace_id=ns, content_key__in=sorted(ns_keys))
     found: dict[tuple[int, str], Memory] = {}
     now = now or timezone.now()
-    candidates = Memory.objects.filter(
-        match, status__in=LIVE_STATUSES, classification__lte=ceiling
-    ).unexpired(now)
-    if current:
-        candidates = candidates.current(now)
+    candidates = (
+        Memory.objects.filter(match, status__in=LIVE_STATUSES, classification__lte=ceiling)
+        .unexpired(now)
+        .current(now)
+    )
     candidates = candidates.select_related("namespace").order_by("-id")
     for memory in candidates:  # the oldest last, so it stays
         found[(memory.namespace_id, memory.content_key)] = memory

@@ -315,6 +315,9 @@ def near_duplicates_merge(
     written): what is merged into a forgotten or superseded memory would leave recall with
     it."""
     now = now or timezone.now()
+    # Merges in a namespace take turns: two merges from two members of one group would
+    # otherwise each absorb the other (or deadlock on their row locks).
+    lock_keys([f"merge:{keep.namespace_id}"])
     keep = Memory.objects.select_for_update().get(pk=keep.pk)
     if keep.status not in LIVE_STATUSES or (
         keep.valid_until is not None and keep.valid_until <= now

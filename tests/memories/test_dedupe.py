@@ -135,3 +135,20 @@ def test_two_concurrent_copies_store_one_memory(user):
     assert sorted(m.deduplicated for m in results) == [False, True]
     assert len({m.pk for m in results}) == 1
     assert Memory.objects.filter(namespace=namespace).count() == 1
+
+
+def test_a_fact_said_again_after_it_was_superseded_is_stored_anew(writer, namespace):
+    """Paris, then Berlin (superseding Paris), then Paris again: the third write is the
+    current fact, not the superseded memory answering as a duplicate."""
+    paris = create(writer, namespace, "Ada lives in Paris.").json()
+    create(writer, namespace, "Ada lives in Berlin.", supersedes=[paris["id"]])
+    again = create(writer, namespace, "Ada lives in Paris.")
+    assert again.status_code == 201, again.json()
+    assert again.json()["id"] != paris["id"] and again.json()["deduplicated"] is False
+    assert again.json()["superseded"] is False
+    bulk = writer.post(
+        "/api/v1/memories/bulk",
+        {"namespace": namespace.slug, "memories": [{"content": "ada lives in paris."}]},
+        format="json",
+    ).json()
+    assert bulk[0]["id"] == again.json()["id"] and bulk[0]["deduplicated"] is True

@@ -21,6 +21,7 @@ from memories.near_duplicates import (
     trigram_similarity,
     trigrams,
 )
+from memories.selectors import superseded_by
 from memories.signatures import simhash
 from memories.sweep import sweep_run
 from tests.support.api import create
@@ -293,6 +294,7 @@ def test_a_merge_keeps_every_member_and_its_history(namespace):
         assert event.after["merged_into"] == paris.pk and event.source == "dashboard"
         assert MemoryEvent.objects.filter(memory=member, kind="created").exists()
         assert Association.objects.filter(source=paris, target=member, kind="supersedes").exists()
+        assert superseded_by(member, ceiling=Classification.RESTRICTED) == paris.pk
     kept = MemoryEvent.objects.get(memory=paris, kind=MemoryEvent.Kind.MERGED)
     assert sorted(kept.after["merged"]) == [again.pk, now_.pk]
     secret.refresh_from_db()
