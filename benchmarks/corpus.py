@@ -159,6 +159,9 @@ def scratch_namespace() -> Namespace:
     """An empty namespace for the ingest figures, so the corpus itself never changes."""
     namespace = _namespace(SCRATCH_SLUG)
     clear_namespace(namespace)
+    # As a new namespace is (the import figure turns duplicates off for its run).
+    Namespace.objects.filter(pk=namespace.pk).update(dedupe=Namespace.Dedupe.EXACT)
+    namespace.dedupe = Namespace.Dedupe.EXACT
     return namespace
 
 

@@ -127,6 +127,9 @@ def import_rows(
     if len(body) > settings.API_IMPORT_MAX_BYTES:
         raise CommandError("--import-mb is over API_IMPORT_MAX_BYTES.")
     scratch = corpus.scratch_namespace()
+    # The file repeats the export's texts to reach its size: with duplicates refused it
+    # would measure refusals, not writes. Each line is still sketched (MemorySketch).
+    Namespace.objects.filter(pk=scratch.pk).update(dedupe=Namespace.Dedupe.OFF)
     worker_log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
     worker = subprocess.Popen(
         [sys.executable, "manage.py", "qcluster"],
