@@ -145,6 +145,9 @@ def test_bad_supersedes_are_400s_naming_the_field(writer, namespace, user, nothi
 def test_a_cycle_of_replacements_is_refused(writer, namespace, nothing_written):
     first = create(writer, namespace, "Version one.").json()
     second = create(writer, namespace, "Version two.", supersedes=[first["id"]]).json()
+    # Version one is true again (a person reopens it), so it is the answer to its text.
+    reopened = writer.patch(f"/api/v1/memories/{first['id']}", {"valid_until": None}, format="json")
+    assert reopened.status_code == 200 and reopened.json()["superseded"] is False
     with nothing_written():
         # The same text as the first: the write is the first memory, which would then
         # replace the memory that replaced it.
