@@ -28,7 +28,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.db import is_postgres, lock_keys
-from memories.bulk import insert_rows
 from memories.models import (
     LIVE_STATUSES,
     Association,
@@ -202,13 +201,32 @@ def _stored_candidates(
 
 
 def sketches_insert(memories: Sequence[Memory], marks: Sequence[Sketch]) -> None:
-    """Write the sketch keys of memories just saved, in one set-based insert."""
+    """Write the sketch keys of memories just saved: one INSERT ... SELECT over arrays
+    (PostgreSQL) or a JSON list (SQLite), whatever the number of rows. Cheaper than a COPY
+    for one memory's 24 rows, and than preparing 24,000 rows a column at a time for one."""
     rows = [
         (memory.pk, memory.namespace_id, key)
         for memory, mark in zip(memories, marks, strict=True)
         for key in mark.keys
     ]
-    insert_rows(MemorySketch, ("memory_id", "namespace_id", "key"), rows)
+    if not rows:
+        return
+    table = connection.ops.quote_name(MemorySketch._meta.db_table)
+    if is_postgres():
+        sql = (
+            f"INSERT INTO {table} (memory_id, namespace_id, key) "
+            "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])"
+        )
+        params = [list(column) for column in zip(*rows, strict=True)]
+    else:
+        sql = (
+            f"INSERT INTO {table} (memory_id, namespace_id, key) "
+            "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+            "json_extract(value, '$[2]') FROM json_each(%s)"
+        )
+        params = [json.dumps(rows)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def near_links_create(links: Iterable[tuple[Memory, int, float]], *, now: datetime) -> None:
