@@ -27,10 +27,11 @@ from django.utils import timezone
 
 from memories.decay import Thresholds, in_danger_zone
 from memories.models import Memory, Namespace
+from memories.services import NEAR_DUPLICATE
 from recall import fusion, ranking
 from recall.embeddings import EmbeddingUnavailable, embed_texts, get_provider
 from recall.fusion import Candidate
-from recall.rows import association_links, load_rows, near_duplicate_links
+from recall.rows import association_links, load_rows
 from recall.scoring import RecallScoringConfig
 from recall.stages import (
     ALL_STAGES,
@@ -531,7 +532,12 @@ def _collapse_near_duplicates(
     result never names a memory the caller could not have been given."""
     if not candidates:
         return {}
-    links = near_duplicate_links(list(candidates), filters.namespace_ids)
+    links = [
+        (source, target)
+        for source, target, _weight in association_links(
+            list(candidates), filters.namespace_ids, kind=NEAR_DUPLICATE
+        )
+    ]
     if not links:
         return {}
     outside = {i for link in links for i in link if i not in candidates}

@@ -10,7 +10,6 @@ from django.db import connection
 
 from config.db import pick
 from memories.models import Association
-from memories.services import NEAR_DUPLICATE
 from recall.stages.filters import RecallFilters
 from recall.stages.sql import in_list
 
@@ -107,40 +106,25 @@ def _decode(row: dict[str, Any]) -> None:
 
 
 def association_links(
-    ids: list[int], namespace_ids: tuple[int, ...]
+    ids: list[int], namespace_ids: tuple[int, ...], *, kind: str | None = None
 ) -> list[tuple[int, int, float]]:
-    """(source, target, weight) of the links touching ids: two index range scans in one
-    statement (an OR of the two columns would make the planner combine bitmaps)."""
+    """(source, target, weight) of the links touching ids (of one kind, if given): two
+    index range scans in one statement (an OR of the two columns would make the planner
+    combine bitmaps)."""
     table = connection.ops.quote_name(Association._meta.db_table)
     sources, source_params = in_list("source_id", ids)
     targets, target_params = in_list("target_id", ids)
     namespaces, ns_params = in_list("namespace_id", list(namespace_ids))
+    of_kind, kind_params = ("AND kind = %s", [kind]) if kind is not None else ("", [])
     sql = (
-        f"SELECT source_id, target_id, weight FROM {table} WHERE {sources} AND {namespaces} "
+        f"SELECT source_id, target_id, weight FROM {table} "
+        f"WHERE {sources} AND {namespaces} {of_kind} "
         "UNION ALL "
         f"SELECT source_id, target_id, weight FROM {table} "
-        f"WHERE {targets} AND NOT {sources} AND {namespaces}"
+        f"WHERE {targets} AND NOT {sources} AND {namespaces} {of_kind}"
     )
-    params = [*source_params, *ns_params, *target_params, *source_params, *ns_params]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
-def near_duplicate_links(ids: list[int], namespace_ids: tuple[int, ...]) -> list[tuple[int, int]]:
-    """(source, target) of the near_duplicate links touching ids, as association_links."""
-    table = connection.ops.quote_name(Association._meta.db_table)
-    sources, source_params = in_list("source_id", ids)
-    targets, target_params = in_list("target_id", ids)
-    namespaces, ns_params = in_list("namespace_id", list(namespace_ids))
-    sql = (
-        f"SELECT source_id, target_id FROM {table} WHERE {sources} AND {namespaces} "
-        "AND kind = %s UNION ALL "
-        f"SELECT source_id, target_id FROM {table} "
-        f"WHERE {targets} AND NOT {sources} AND {namespaces} AND kind = %s"
-    )
-    params = [*source_params, *ns_params, NEAR_DUPLICATE]
-    params += [*target_params, *source_params, *ns_params, NEAR_DUPLICATE]
+    params = [*source_params, *ns_params, *kind_params]
+    params += [*target_params, *source_params, *ns_params, *kind_params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()

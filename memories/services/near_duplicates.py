@@ -39,7 +39,8 @@ from memories.models import (
     Namespace,
 )
 from memories.near_duplicates import Shape, shape, similarity, sketch_keys_many
-from memories.services.supersede import SUPERSEDES
+from memories.services.events import memory_event_record
+from memories.services.supersede import validity_end
 
 NEAR_DUPLICATE = "near_duplicate"
 
@@ -280,7 +281,9 @@ def near_reindex(memory: Memory) -> None:
     are replaced by those of the new text."""
     MemorySketch.objects.filter(memory=memory).delete()
     Association.objects.filter(Q(source=memory) | Q(target=memory), kind=NEAR_DUPLICATE).delete()
-    near_index([memory], ceiling=Classification.RESTRICTED)
+    # At or below its own level: whoever may change it sees that far, so a changed text
+    # is compared only with what its editor can see, as a new one is.
+    near_index([memory], ceiling=memory.classification)
 
 
 # --- Merging a group ---------------------------------------------------------------------------
@@ -365,58 +368,29 @@ def near_duplicates_merge(
     keep.strength = max(keep.strength, *(m.strength for m in members))
     keep.last_used_at = max(keep.last_used_at, *(m.last_used_at for m in members))
     keep.save(update_fields=["use_count", "recall_count", "strength", "last_used_at", "updated_at"])
-    Memory.objects.filter(pk__in=ids).update(valid_until=now)
-    events = [
-        MemoryEvent(
-            namespace_id=keep.namespace_id,
-            memory=member,
-            memory_ref=member.pk,
-            kind=MemoryEvent.Kind.MERGED,
-            before={"valid_until": member.valid_until and member.valid_until.isoformat()},
-            after={"valid_until": now.isoformat(), "merged_into": keep.pk},
-            actor=actor,
-            source=source,
-            classification=keep.classification,
-            created_at=now,
-        )
-        for member in members
-    ]
-    events.append(
-        MemoryEvent(
-            namespace_id=keep.namespace_id,
-            memory=keep,
-            memory_ref=keep.pk,
-            kind=MemoryEvent.Kind.MERGED,
-            before=before,
-            after={
-                "use_count": keep.use_count,
-                "recall_count": keep.recall_count,
-                "strength": keep.strength,
-                "merged": ids,
-            },
-            actor=actor,
-            source=source,
-            classification=keep.classification,
-            created_at=now,
-        )
+    validity_end(
+        successor=keep,
+        memories=members,
+        ends=now,
+        kind=MemoryEvent.Kind.MERGED,
+        actor=actor,
+        source=source,
+        now=now,
     )
-    MemoryEvent.objects.bulk_create(events)
-    Association.objects.bulk_create(
-        [
-            Association(
-                namespace_id=keep.namespace_id,
-                source_id=keep.pk,
-                target_id=member.pk,
-                weight=1.0,
-                kind=SUPERSEDES,
-                created_at=now,
-            )
-            for member in members
-        ],
-        ignore_conflicts=True,
+    memory_event_record(
+        memory=keep,
+        kind=MemoryEvent.Kind.MERGED,
+        before=before,
+        after={
+            "use_count": keep.use_count,
+            "recall_count": keep.recall_count,
+            "strength": keep.strength,
+            "merged": ids,
+        },
+        actor=actor,
+        source=source,
+        now=now,
     )
-    for member in members:
-        member.valid_until = now
     return members
 
 

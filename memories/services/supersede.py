@@ -37,22 +37,53 @@ def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source
             raise ValidationError(
                 {"supersedes": f"Memory {memory.pk} is valid only from a later time than this one."}
             )
-    ends = new.valid_from
+    return validity_end(
+        successor=new,
+        memories=old,
+        ends=new.valid_from,
+        kind=MemoryEvent.Kind.SUPERSEDED,
+        actor=actor,
+        source=source,
+    )
+
+
+# The key of an ending event's `after` that names the successor, by the event's kind.
+_SUCCESSOR_KEY = {
+    MemoryEvent.Kind.SUPERSEDED: "superseded_by",
+    MemoryEvent.Kind.MERGED: "merged_into",
+}
+
+
+def validity_end(
+    *,
+    successor: Memory,
+    memories: Sequence[Memory],
+    ends,
+    kind: str,
+    actor=None,
+    source: str = "system",
+    now=None,
+) -> list[Memory]:
+    """End the validity of `memories` at `ends` in favour of `successor` (a supersede, or a
+    merge of near-duplicates): those still valid then get valid_until, and an event of
+    `kind` naming the successor, written at the higher level of the two; every one gets a
+    `supersedes` link from the successor. Set-based: one update, one insert of events, one
+    of links. The memories whose validity it ended."""
+    now = now or timezone.now()
     still_valid = Q(valid_until__isnull=True) | Q(valid_until__gt=ends)
-    ended = list(Memory.objects.filter(still_valid, pk__in=[m.pk for m in old]))
+    ended = list(Memory.objects.filter(still_valid, pk__in=[m.pk for m in memories]))
     Memory.objects.filter(pk__in=[m.pk for m in ended]).update(valid_until=ends)
-    now = timezone.now()
     MemoryEvent.objects.bulk_create(
         MemoryEvent(
             namespace_id=memory.namespace_id,
             memory=memory,
             memory_ref=memory.pk,
-            kind=MemoryEvent.Kind.SUPERSEDED,
+            kind=kind,
             before={"valid_until": memory.valid_until and memory.valid_until.isoformat()},
-            after={"valid_until": ends.isoformat(), "superseded_by": new.pk},
+            after={"valid_until": ends.isoformat(), _SUCCESSOR_KEY[kind]: successor.pk},
             actor=actor,
             source=source,
-            classification=max(memory.classification, new.classification),
+            classification=max(memory.classification, successor.classification),
             created_at=now,
         )
         for memory in ended
@@ -62,13 +93,14 @@ def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source
     Association.objects.bulk_create(
         [
             Association(
-                namespace_id=new.namespace_id,
-                source=new,
+                namespace_id=successor.namespace_id,
+                source=successor,
                 target=memory,
                 weight=1.0,
                 kind=SUPERSEDES,
+                created_at=now,
             )
-            for memory in old
+            for memory in memories
         ],
         ignore_conflicts=True,
     )
