@@ -31,7 +31,9 @@ Namespace.decay_params(). The precedence, first match wins, is RULES' order, whi
 order of the CASE in _decisions_sql. The SQL is the rule for what no twin states: which
 rows a sweep examines (live ones, in id ranges) and the state each rule writes.
 
-Then, in namespaces that refuse near-duplicates, the groups stored before are merged
+Memories a lost task left without a near-duplicate sketch are sketched and linked first
+(near_index_missing). After the rules, in namespaces that refuse near-duplicates, the
+groups stored before are merged
 (memories.services.near_duplicates.near_duplicates_sweep). Then forgotten short-term
 memories older than FORGOTTEN_RETENTION_DAYS are purged, in
 batches, each leaving a 'purged' event. Promoted, long-term and core memories are never
@@ -66,7 +68,7 @@ from memories.score_sql import (
     quote,
     scored_memories_sql,
 )
-from memories.services.near_duplicates import near_duplicates_sweep
+from memories.services.near_duplicates import near_duplicates_sweep, near_index_missing
 
 # Rule names, as stored in the event's after["rule"] and counted in SweepReport; RULES is
 # their precedence (first match wins), the order of _decisions_sql's CASE.
@@ -190,6 +192,7 @@ class SweepReport:
     cold: int = 0
     archived: int = 0
     purged: int = 0
+    sketched: int = 0  # memories a lost near-duplicate task left unsketched
     merged: int = 0  # near-duplicates merged into their group's strongest
     duration_seconds: float = 0.0
     # Dry runs: per namespace id, per rule, how many; and the first ids of each rule.
@@ -504,6 +507,8 @@ def sweep_run(
     report = SweepReport(now=now, dry_run=dry_run, namespace_id=namespace_id)
     ensure_sqlite_math()
     p_sql, p_params = params_cte(config, now)
+    # First, so a dry run counts the memories the real run sketches (before rules change them).
+    report.sketched = near_index_missing(namespace_id, now=now, dry_run=dry_run)
     report.examined = (
         _memories_in_scope(namespace_id).filter(status__in=(_ACTIVE, _PROMOTED)).count()
     )

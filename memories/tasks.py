@@ -28,6 +28,7 @@ from config.queue import Q_OPTIONS, enqueue
 from memories.consolidation import digests_run
 from memories.import_jobs import import_job_run
 from memories.models import BackgroundRun, Namespace
+from memories.services.near_duplicates import near_index_pending
 from memories.sweep import sweep_run
 
 _current_task: ContextVar[dict[str, Any] | None] = ContextVar("engram_task", default=None)
@@ -149,6 +150,13 @@ def consolidation_digests(namespace_id: int | None = None) -> dict[str, Any]:
         lambda: digests_run(namespace=namespace_id).counts(),
         namespace_id=namespace_id,
     )
+
+
+def near_index_task(memory_ids: list[int], ceiling: int) -> int:
+    """Queued by a write (near_index_later): sketch the new memories and link their
+    near-duplicates. Not recorded as a run: there is one per write, and the sweep catches
+    what a lost one left (near_index_missing)."""
+    return near_index_pending(memory_ids, ceiling=ceiling)
 
 
 def namespace_import_job(run_id: int) -> dict[str, Any]:

@@ -513,7 +513,7 @@ def _rank(
         now=filters.now,
         tz=timezone.get_current_timezone(),
     )
-    duplicates = _collapse_near_duplicates(candidates, filters)
+    duplicates = _collapse_near_duplicates(candidates, filters, ns_by_id)
     ordered = ranking.rank(
         candidates,
         limit,
@@ -525,11 +525,13 @@ def _rank(
 
 
 def _collapse_near_duplicates(
-    candidates: dict[int, Candidate], filters: RecallFilters
+    candidates: dict[int, Candidate], filters: RecallFilters, ns_by_id: dict[int, Namespace]
 ) -> dict[int, list[int]]:
-    """Keep one candidate per group of near-duplicates (ranking.collapse_near_duplicates);
-    linked memories outside the candidates count only if they pass every filter, so a
-    result never names a memory the caller could not have been given."""
+    """Keep one candidate per group of near-duplicates (ranking.collapse_near_duplicates):
+    groups by the write path's links, and by the best candidates' own texts in namespaces
+    that compare (a memory written a moment ago is not linked yet); linked memories outside
+    the candidates count only if they pass every filter, so a result never names a memory
+    the caller could not have been given."""
     if not candidates:
         return {}
     links = [
@@ -538,6 +540,12 @@ def _collapse_near_duplicates(
             list(candidates), filters.namespace_ids, kind=NEAR_DUPLICATE
         )
     ]
+    links += ranking.text_near_duplicates(
+        candidates,
+        namespaces=[pk for pk, ns in ns_by_id.items() if ns.dedupe != Namespace.Dedupe.OFF],
+        trigram_threshold=settings.NEAR_DUPLICATE_TRIGRAM,
+        signature_threshold=settings.NEAR_DUPLICATE_SIGNATURE,
+    )
     if not links:
         return {}
     outside = {i for link in links for i in link if i not in candidates}

@@ -21,7 +21,10 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
+import numpy as np
+
 from memories.decay import DecayParams, Thresholds, decay_score_after, in_danger_zone
+from memories.near_duplicates import Shape, shape, similarity
 from memories.text import words
 from recall.fusion import Candidate
 from recall.mmr import mmr_rerank
@@ -230,6 +233,61 @@ def _timestamps(values) -> list[datetime]:
 
 
 # --- Near-duplicates -------------------------------------------------------------------------
+
+
+NEAR_DUPLICATE_POOL = 60  # the best candidates whose texts are compared with each other
+
+
+def text_near_duplicates(
+    candidates: dict[int, Candidate],
+    *,
+    namespaces: Iterable[int],
+    trigram_threshold: float,
+    signature_threshold: float,
+    pool: int = NEAR_DUPLICATE_POOL,
+) -> list[tuple[int, int]]:
+    """Pairs of near-duplicates (memories.near_duplicates' rule) among the `pool` best
+    candidates (final score) of the same namespace, for namespaces in `namespaces`: what
+    the write path's links do not hold yet (the worker links a new memory a moment after
+    it is written). Signatures are compared first, every pair at once; only the few pairs
+    that agree have their texts' trigrams compared."""
+    comparing = set(namespaces)
+    best = sorted(
+        (c for c in candidates.values() if c.row["namespace_id"] in comparing),
+        key=lambda c: (-c.final, c.memory_id),
+    )[:pool]
+    signed = [c for c in best if c.row.get("signature")]
+    width = max((len(c.row["signature"]) for c in signed), default=0)  # SIGNATURE_BITS / 8
+    signed = [c for c in signed if len(c.row["signature"]) == width and width % 8 == 0]
+    if len(signed) < 2:
+        return []
+    words = np.frombuffer(
+        b"".join(bytes(c.row["signature"]) for c in signed), dtype=np.uint64
+    ).reshape(len(signed), -1)
+    differing = np.bitwise_count(words[:, None, :] ^ words[None, :, :]).sum(axis=2)
+    agree = 1.0 - differing / (64 * words.shape[1])
+    pairs = []
+    shapes: dict[int, Shape] = {}
+    for a, b in zip(*np.nonzero(np.triu(agree >= signature_threshold, k=1)), strict=True):
+        first, second = signed[a], signed[b]
+        if first.row["namespace_id"] != second.row["namespace_id"]:
+            continue
+        for c in (first, second):
+            if c.memory_id not in shapes:
+                shapes[c.memory_id] = shape(c.row["content"])
+        if (
+            similarity(
+                shapes[first.memory_id],
+                shapes[second.memory_id],
+                None,
+                None,
+                trigram_threshold=trigram_threshold,
+                signature_threshold=signature_threshold,
+            )
+            is not None
+        ):
+            pairs.append((first.memory_id, second.memory_id))
+    return pairs
 
 
 def collapse_near_duplicates(

@@ -39,6 +39,7 @@ ROW_FIELDS = (
     "importance_flags",
     "session_id",
     "valid_until_ts",
+    "signature",
 )
 _JSON_FIELDS = ("keywords", "recall_timestamps", "emotion_tags", "importance_flags")
 # Times are read as Unix seconds: decoding a few hundred timestamps per query into aware

@@ -87,6 +87,14 @@ def namespace(user) -> Namespace:
 
 
 @pytest.fixture
+def committed(django_capture_on_commit_callbacks):
+    """`with committed():` the writes inside commit as far as the worker is concerned: the
+    tasks they queue for after the commit (near-duplicate indexing, ...) run when the block
+    ends, synchronously (Q_CLUSTER sync in the test settings)."""
+    return lambda: django_capture_on_commit_callbacks(execute=True)
+
+
+@pytest.fixture
 def make_memory(namespace):
     def make(content: str = "The project uses PostgreSQL in production.", **fields):
         fields.setdefault("namespace", namespace)

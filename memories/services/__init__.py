@@ -53,6 +53,7 @@ from memories.services.near_duplicates import (
     near_duplicates_merge,
     near_group,
     near_index,
+    near_index_pending,
 )
 from memories.services.sessions import session_links_create
 from memories.services.supersede import memories_supersede
@@ -103,6 +104,7 @@ __all__ = [
     "near_duplicates_merge",
     "near_group",
     "near_index",
+    "near_index_pending",
     "relation_create",
     "session_links_create",
     "token_create",

@@ -40,7 +40,7 @@ from memories.services.fields import (
 )
 from memories.services.near_duplicates import (
     near_index,
-    near_links_create,
+    near_index_later,
     near_lock,
     near_matches,
     near_reindex,
@@ -201,13 +201,16 @@ def memory_create(
         duplicates_lock([key])
         near_lock([namespace])
         original = live_duplicates([key], ceiling=dedupe_ceiling).get(key)
-    marks = sketches([memory])
+    # Only a namespace that refuses near-duplicates compares before writing; the others'
+    # comparisons wait for the worker (near_index_later).
+    inline = refuses(namespace)
+    marks = sketches([memory]) if inline else []
     matches = (
-        []
-        if original
-        else near_matches([memory], marks, ceiling=dedupe_ceiling, now=timezone.now())[0]
+        near_matches([memory], marks, ceiling=dedupe_ceiling, now=timezone.now())[0]
+        if inline and original is None
+        else []
     )
-    if matches and refuses(namespace):
+    if matches:
         original = Memory.objects.select_related("namespace").get(pk=-matches[0][0])
     if original is not None:
         count_duplicate_uses({original: 1}, actor=actor, source=source)  # as bulk does
@@ -217,10 +220,10 @@ def memory_create(
         return original
     memory.save(force_insert=True)
     memory.deduplicated = False
-    sketches_insert([memory], marks)
-    near_links_create(
-        [(memory, -target, score) for target, score in matches], now=memory.created_at
-    )
+    if inline:
+        sketches_insert([memory], marks)
+    else:
+        near_index_later([memory], ceiling=dedupe_ceiling)
     if linked:
         session_links_create([memory.pk], now=memory.created_at)
     if supersedes:
@@ -578,12 +581,13 @@ def memory_bulk_create(
 def _near_duplicates(
     fresh: list[int], answers: list[Memory | None], own: list[Memory | None], *, ceiling: int
 ):
-    """Compare the new texts of a bulk create with what is stored and with each other
-    (memories.services.near_duplicates). In a namespace that refuses near-duplicates, an
-    item that is one is answered by the memory it resembles most (`answers` is updated);
-    the others are returned for writing, with a function that writes their sketches and
-    near_duplicate links once they are saved."""
-    memories = [own[index] for index in fresh]
+    """Compare the new texts of a bulk create in namespaces that refuse near-duplicates
+    with what is stored and with each other (memories.services.near_duplicates): an item
+    that is one is answered by the memory it resembles most (`answers` is updated). The
+    memories to write are returned, with a function that writes the compared ones'
+    sketches once they are saved and hands the others to the worker (near_index_later)."""
+    later = [own[index] for index in fresh if not refuses(own[index].namespace)]
+    memories = [own[index] for index in fresh if refuses(own[index].namespace)]
     marks = sketches(memories)
     matches = near_matches(memories, marks, ceiling=ceiling, now=timezone.now())
     stored_ids = {-target for found in matches for target, _ in found if target < 0}
@@ -592,7 +596,7 @@ def _near_duplicates(
     kept: list[int] = []
     for n, memory in enumerate(memories):
         best = matches[n][0][0] if matches[n] else None
-        if best is not None and refuses(memory.namespace):
+        if best is not None:
             answer_of.append(stored[-best] if best < 0 else answer_of[best])
         else:
             answer_of.append(memory)
@@ -602,20 +606,16 @@ def _near_duplicates(
     for index, answer in enumerate(answers):
         if answer is not None and id(answer) in redirect:
             answers[index] = redirect[id(answer)]
-    built = [memories[n] for n in kept]
+    compared = [memories[n] for n in kept]
 
     def links() -> None:
-        sketches_insert(built, [marks[n] for n in kept])
-        near_links_create(
-            (
-                (memories[n], -target if target < 0 else answer_of[target].pk, score)
-                for n in kept
-                for target, score in matches[n]
-            ),
-            now=timezone.now(),
-        )
+        near_index_later(later, ceiling=ceiling)
+        if not compared:
+            return
+        sketches_insert(compared, [marks[n] for n in kept])
 
-    return built, links
+    writes = {id(memory) for memory in [*later, *compared]}
+    return [own[index] for index in fresh if id(own[index]) in writes], links
 
 
 @transaction.atomic

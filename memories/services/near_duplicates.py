@@ -1,14 +1,20 @@
 """Near-duplicates on the write path (the rule: memories.near_duplicates).
 
-Every new memory gets its sketch (MemorySketch rows). Before it is written, the memories
-sharing a sketch key with it are compared with it by both measures: live, current,
-unexpired memories of its namespace at or below the writer's ceiling (a write only ever
-looks at what its writer can see), and the earlier new memories of the same request.
-Under Namespace.dedupe "exact" a near-duplicate is stored and linked to those it
-resembles (`near_duplicate` associations, weight = trigram similarity, from the newer to
-the older), and recall shows each group once. Under "near" it is not stored: the write
-answers with the most similar of them, as an exact duplicate does. Under "off" nothing is
-compared (the sketch is still written, so switching the setting on later finds them).
+Every new memory gets its sketch (MemorySketch rows) and is compared, by both measures,
+with the memories sharing a sketch key with it: live, current, unexpired memories of its
+namespace at or below the writer's ceiling (a write only ever looks at what its writer can
+see), and the other new memories of the same request.
+
+Under Namespace.dedupe "near" this happens before the write, which refuses a
+near-duplicate: it answers with the most similar memory, as an exact duplicate does.
+Under "exact" (the default) a near-duplicate is stored, and the comparison waits for the
+worker (near_index_later, after the write commits): the memory is sketched and linked to
+those it resembles (`near_duplicate` associations, weight = trigram similarity, from the
+newer to the older) a moment later, off the agent's request; recall shows each group once
+from those links, and meanwhile compares its own results' texts (recall.ranking), so an
+answer never holds the same fact twice. Under "off" nothing is compared (the sketch is
+still written, by the worker, so switching the setting on later finds them). The sweep
+sketches what a lost task left unsketched (near_index_missing).
 
 Set-based: the sketch keys of a whole request are looked up in a few queries on the index
 sketch_ns_key; only the memories sharing a key are loaded and compared.
@@ -24,10 +30,11 @@ from datetime import datetime
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from config.db import is_postgres, lock_keys
+from config.queue import enqueue
 from memories.bulk import insert_rows
 from memories.models import (
     LIVE_STATUSES,
@@ -70,7 +77,13 @@ def refuses(namespace: Namespace) -> bool:
 def near_lock(namespaces: Iterable[Namespace]) -> None:
     """Writers of a namespace that refuses near-duplicates take turns (until the
     transaction ends), so two near copies written at once cannot both be stored."""
-    lock_keys(f"near:{ns.pk}" for ns in namespaces if refuses(ns))
+    _namespace_lock(ns.pk for ns in namespaces if refuses(ns))
+
+
+def _namespace_lock(namespace_ids: Iterable[int]) -> None:
+    """The one lock of a namespace's comparisons: a comparison that has not yet seen the
+    sketches of another, uncommitted one would miss the pairs between the two."""
+    lock_keys(f"near:{pk}" for pk in namespace_ids)
 
 
 Match = tuple[int, float]  # (index of an earlier new memory, or -id of a stored one; similarity)
@@ -273,6 +286,62 @@ def near_index(memories: Sequence[Memory], *, ceiling: int, now: datetime | None
             for target, score in found
         ),
         now=now or timezone.now(),
+    )
+
+
+def near_index_later(memories: Sequence[Memory], *, ceiling: int) -> None:
+    """Memories just written that the worker sketches and links once the write commits
+    (near_index_pending): those of namespaces that do not refuse near-duplicates."""
+    ids = [memory.pk for memory in memories if not refuses(memory.namespace)]
+    if ids:
+        enqueue("memories.tasks.near_index_task", ids, ceiling)
+
+
+def _unsketched(ids: Iterable[int] | None = None):
+    sketched = MemorySketch.objects.filter(memory_id=OuterRef("pk"))
+    memories = Memory.objects.filter(~Exists(sketched))
+    return memories if ids is None else memories.filter(pk__in=list(ids))
+
+
+def near_index_pending(ids: Sequence[int], *, ceiling: int, now: datetime | None = None) -> int:
+    """The worker's half of a write (near_index_later): sketch and link those of `ids`
+    that are not sketched yet; how many. Idempotent: a second run finds them sketched.
+
+    Comparisons in a namespace take turns (its lock, taken before the memories are read
+    again), so two batches indexed at once still see each other: the later one finds the
+    earlier one's sketches committed."""
+    ids = list(ids)
+    with transaction.atomic():
+        namespace_ids = set(_unsketched(ids).values_list("namespace_id", flat=True))
+        if not namespace_ids:
+            return 0
+        _namespace_lock(namespace_ids)
+        memories = list(_unsketched(ids).select_related("namespace").order_by("pk"))
+        near_index(memories, ceiling=ceiling, now=now)
+    return len(memories)
+
+
+NEAR_INDEX_SWEEP_LIMIT = 10_000  # memories a sweep sketches, oldest first
+
+
+def near_index_missing(namespace_id: int | None, *, now: datetime, dry_run: bool = False) -> int:
+    """The sweep's safety net: live memories left unsketched (a task lost with its worker,
+    or still queued) are sketched and linked now, each compared with what is at or below
+    its own level (its writer is not known any more), at most NEAR_INDEX_SWEEP_LIMIT.
+    How many (would be, dry)."""
+    memories = _unsketched().filter(status__in=LIVE_STATUSES)
+    if namespace_id is not None:
+        memories = memories.filter(namespace_id=namespace_id)
+    by_level: dict[int, list[int]] = {}
+    for pk, level in memories.order_by("pk").values_list("pk", "classification")[
+        :NEAR_INDEX_SWEEP_LIMIT
+    ]:
+        by_level.setdefault(level, []).append(pk)
+    if dry_run:
+        return sum(len(batch) for batch in by_level.values())
+    return sum(
+        near_index_pending(batch, ceiling=level, now=now)
+        for level, batch in sorted(by_level.items())
     )
 
 

@@ -399,3 +399,44 @@ def _seeded(kind: str) -> tuple[str, str, str]:
     if kind == "purge":
         return ("forgotten", "short_term", "hot")
     return ("active", "short_term", "hot")
+
+
+# --- 3. The worker's half of a write ---------------------------------------------------
+
+NEAR_SEED = """
+from django.contrib.auth import get_user_model
+from memories import services
+owner = get_user_model().objects.create_user("near")
+ns = services.namespace_create(owner=owner, name="Near")
+first = services.memory_create(namespace=ns, content="User lives in Paris.")
+[second, other] = services.memory_bulk_create(items=[
+    {"namespace": ns, "content": "The user lives in Paris."},
+    {"namespace": ns, "content": "Lunch is at noon."},
+])
+print(first.pk, second.pk, other.pk)
+"""
+
+
+def test_the_cluster_links_near_duplicates_that_a_write_left_to_it(make_database, tmp_path):
+    database = make_database("near")
+    env = _env(database)
+    manage(env, "migrate", "--no-input")
+    first, second, other = map(int, manage(env, "shell", "--no-imports", "-c", NEAR_SEED).split())
+    # Written and answered; the comparison is queued, not done.
+    assert database.scalar("SELECT count(*) FROM memories_memorysketch") == 0
+    cluster = Cluster(env, tmp_path / "cluster.log")
+    try:
+        _wait_for(
+            lambda: (
+                database.scalar("SELECT count(DISTINCT memory_id) FROM memories_memorysketch") == 3
+            ),
+            cluster,
+            timeout=60,
+        )
+    finally:
+        cluster.stop()
+    links = database.query(
+        "SELECT source_id, target_id FROM memories_association WHERE kind = 'near_duplicate'"
+    )
+    assert links == [(second, first)]
+    assert other not in {i for link in links for i in link}

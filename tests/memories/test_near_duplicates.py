@@ -110,35 +110,45 @@ def near_links(memory_id: int) -> list[tuple[int, int, float]]:
 
 
 @pytest.mark.django_db
-def test_a_near_duplicate_is_stored_and_linked_to_the_older(writer, namespace):
-    first = create(writer, namespace, PARIS).json()
-    response = create(writer, namespace, PARIS_AGAIN)
+def test_a_near_duplicate_is_stored_and_linked_to_the_older(writer, namespace, committed):
+    with committed():
+        first = create(writer, namespace, PARIS).json()
+    with committed():
+        response = create(writer, namespace, PARIS_AGAIN)
+        # The request answers before the worker compares (dedupe "exact").
+        assert near_links(response.json()["id"]) == []
+        assert not MemorySketch.objects.filter(memory_id=response.json()["id"]).exists()
     assert response.status_code == 201
     second = response.json()
     assert second["deduplicated"] is False
     [(source, target, weight)] = near_links(second["id"])
     assert (source, target) == (second["id"], first["id"])
     assert weight == pytest.approx(0.8333, abs=1e-3)
-    other = create(writer, namespace, BERLIN).json()
+    with committed():
+        other = create(writer, namespace, BERLIN).json()
     assert near_links(other["id"]) == []
-    room = create(writer, namespace, "The user lives in Paris, room 12.").json()
-    room_b = create(writer, namespace, "The user lives in Paris, room 14.").json()
+    with committed():
+        room = create(writer, namespace, "The user lives in Paris, room 12.").json()
+    with committed():
+        room_b = create(writer, namespace, "The user lives in Paris, room 14.").json()
     assert room_b["deduplicated"] is False and near_links(room_b["id"]) == []
     assert room["id"] != room_b["id"]
     assert MemorySketch.objects.filter(memory_id=other["id"]).count() == BANDS
 
 
 @pytest.mark.django_db
-def test_bulk_links_near_duplicates_stored_and_within_the_request(writer, namespace):
-    stored = services.memory_create(namespace=namespace, content=PARIS)
+def test_bulk_links_near_duplicates_stored_and_within_the_request(writer, namespace, committed):
+    with committed():
+        stored = services.memory_create(namespace=namespace, content=PARIS)
     items = [
         {"content": PARIS_AGAIN},
         {"content": "Unrelated: the deploy window is Tuesday."},
         {"content": "The user lives in Paris now."},  # near item 0 (0.73), not PARIS (0.60)
     ]
-    response = writer.post(
-        "/api/v1/memories/bulk", {"namespace": namespace.slug, "memories": items}, format="json"
-    )
+    with committed():
+        response = writer.post(
+            "/api/v1/memories/bulk", {"namespace": namespace.slug, "memories": items}, format="json"
+        )
     assert response.status_code == 201, response.json()
     body = response.json()
     assert [item["deduplicated"] for item in body] == [False, False, False]
@@ -207,22 +217,27 @@ def test_nothing_is_compared_with_what_the_writer_cannot_see(user, make_token, a
 
 
 @pytest.mark.django_db
-def test_forgotten_superseded_and_off_are_not_compared(writer, user, namespace):
-    old = services.memory_create(namespace=namespace, content=PARIS)
-    services.memory_forget(memory=old, reason="wrong")
-    assert near_links(create(writer, namespace, PARIS_AGAIN).json()["id"]) == []
+def test_forgotten_superseded_and_off_are_not_compared(writer, user, namespace, committed):
+    with committed():
+        old = services.memory_create(namespace=namespace, content=PARIS)
+        services.memory_forget(memory=old, reason="wrong")
+    with committed():
+        assert near_links(create(writer, namespace, PARIS_AGAIN).json()["id"]) == []
 
     plain = services.namespace_create(owner=user, name="Log", dedupe="off")
-    services.memory_create(namespace=plain, content=PARIS)
-    again = create(writer, plain, PARIS_AGAIN).json()
+    with committed():
+        services.memory_create(namespace=plain, content=PARIS)
+    with committed():
+        again = create(writer, plain, PARIS_AGAIN).json()
     assert near_links(again["id"]) == []
     assert MemorySketch.objects.filter(memory_id=again["id"]).count() == BANDS
 
 
 @pytest.mark.django_db
-def test_a_changed_text_is_compared_again(namespace):
-    paris = services.memory_create(namespace=namespace, content=PARIS)
-    other = services.memory_create(namespace=namespace, content="Lunch is at noon.")
+def test_a_changed_text_is_compared_again(namespace, committed):
+    with committed():
+        paris = services.memory_create(namespace=namespace, content=PARIS)
+        other = services.memory_create(namespace=namespace, content="Lunch is at noon.")
     assert near_links(other.pk) == []
     services.memory_update(memory=other, changes={"content": PARIS_AGAIN})
     assert [t for _s, t, _w in near_links(other.pk)] == [paris.pk]
@@ -271,15 +286,16 @@ def test_two_concurrent_near_copies_store_one_memory_under_dedupe_near(user):
 
 
 @pytest.mark.django_db
-def test_a_merge_keeps_every_member_and_its_history(namespace):
-    paris = services.memory_create(namespace=namespace, content=PARIS)
-    again = services.memory_create(namespace=namespace, content=PARIS_AGAIN)
-    now_ = services.memory_create(namespace=namespace, content="The user lives in Paris now.")
-    secret = services.memory_create(
-        namespace=namespace,
-        content="User lives in Paris!",
-        classification=Classification.RESTRICTED,
-    )
+def test_a_merge_keeps_every_member_and_its_history(namespace, committed):
+    with committed():
+        paris = services.memory_create(namespace=namespace, content=PARIS)
+        again = services.memory_create(namespace=namespace, content=PARIS_AGAIN)
+        now_ = services.memory_create(namespace=namespace, content="The user lives in Paris now.")
+        secret = services.memory_create(
+            namespace=namespace,
+            content="User lives in Paris!",
+            classification=Classification.RESTRICTED,
+        )
     Memory.objects.filter(pk=again.pk).update(use_count=3, recall_count=2, strength=1.5)
     merged = services.near_duplicates_merge(keep=paris, actor=None, source="dashboard")
     # The restricted member is above the kept one's level: nothing of it flows down.
@@ -326,3 +342,73 @@ def test_the_sweep_merges_groups_where_the_namespace_refuses_near_duplicates(use
     assert {weak.pk, third.pk} <= set(Memory.objects.values_list("pk", flat=True))
     assert current.filter(namespace=other).count() == 2
     assert sweep_run().merged == 0
+
+
+# --- The worker's half -------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_worker_indexes_once_whatever_runs_twice(namespace):
+    first = services.memory_create(namespace=namespace, content=PARIS)
+    second = services.memory_create(namespace=namespace, content=PARIS_AGAIN)
+    ids = [first.pk, second.pk]
+    assert services.near_index_pending(ids, ceiling=Classification.RESTRICTED) == 2
+    assert services.near_index_pending(ids, ceiling=Classification.RESTRICTED) == 0
+    assert MemorySketch.objects.filter(memory_id__in=ids).count() == 2 * BANDS
+    assert near_links(second.pk) == [(second.pk, first.pk, pytest.approx(0.8333, abs=1e-3))]
+
+
+@pytest.mark.django_db
+def test_the_worker_compares_only_with_what_the_writer_could_see(namespace):
+    hidden = services.memory_create(
+        namespace=namespace, content=PARIS, classification=Classification.RESTRICTED
+    )
+    services.near_index_pending([hidden.pk], ceiling=Classification.RESTRICTED)
+    low = services.memory_create(namespace=namespace, content=PARIS_AGAIN)
+    services.near_index_pending([low.pk], ceiling=Classification.INTERNAL)
+    assert near_links(low.pk) == []
+
+
+@pytest.mark.django_db
+def test_the_sweep_indexes_what_a_lost_task_left(namespace):
+    paris = services.memory_create(namespace=namespace, content=PARIS)
+    again = services.memory_create(namespace=namespace, content=PARIS_AGAIN)
+    forgotten = services.memory_create(namespace=namespace, content="Lunch is at noon.")
+    services.memory_forget(memory=forgotten, reason="wrong")
+    assert sweep_run(dry_run=True).sketched == 2
+    assert not MemorySketch.objects.exists()
+    report = sweep_run()
+    assert report.sketched == 2
+    assert [t for _s, t, _w in near_links(again.pk)] == [paris.pk]
+    assert not MemorySketch.objects.filter(memory=forgotten).exists()
+    assert sweep_run().sketched == 0
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite writers are serialised")
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_indexing_at_once_still_link_across_their_batches(user):
+    """Without the namespace's lock each would compare before the other's sketches are
+    committed, and the pair between them would never be linked."""
+    namespace = services.namespace_create(owner=user, name="Race")
+    first = services.memory_create(namespace=namespace, content=PARIS)
+    second = services.memory_create(namespace=namespace, content=PARIS_AGAIN)
+    MemorySketch.objects.all().delete()  # as if both were still queued
+    Association.objects.all().delete()
+    barrier = threading.Barrier(2, timeout=10)
+
+    def index(memory_id: int) -> None:
+        try:
+            barrier.wait()
+            services.near_index_pending([memory_id], ceiling=Classification.RESTRICTED)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=index, args=(pk,)) for pk in (first.pk, second.pk)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    links = Association.objects.filter(kind=services.NEAR_DUPLICATE)
+    assert {frozenset(pair) for pair in links.values_list("source_id", "target_id")} == {
+        frozenset({first.pk, second.pk})
+    }

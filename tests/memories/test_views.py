@@ -323,18 +323,19 @@ BERLIN = "User lives in Berlin."  # not a near-duplicate of PARIS (0.46)
 
 
 @pytest.fixture
-def paris(personal):
+def paris(personal, committed):
     """A memory with two near-duplicates (one of them reached over the other) and an
-    unrelated memory: (kept, [members], berlin)."""
+    unrelated memory: (kept, [members], berlin), linked by the worker."""
     now = timezone.now()
-    kept = services.memory_create(
-        namespace=personal, content=PARIS, created_at=now - timedelta(days=3)
-    )
-    again = services.memory_create(
-        namespace=personal, content=PARIS_AGAIN, created_at=now - timedelta(days=2)
-    )
-    later = services.memory_create(namespace=personal, content=PARIS_NOW)
-    berlin = services.memory_create(namespace=personal, content=BERLIN)
+    with committed():
+        kept = services.memory_create(
+            namespace=personal, content=PARIS, created_at=now - timedelta(days=3)
+        )
+        again = services.memory_create(
+            namespace=personal, content=PARIS_AGAIN, created_at=now - timedelta(days=2)
+        )
+        later = services.memory_create(namespace=personal, content=PARIS_NOW)
+        berlin = services.memory_create(namespace=personal, content=BERLIN)
     assert services.near_group(kept, ceiling=Classification.RESTRICTED) == [again, later]
     return kept, [again, later], berlin
 
@@ -385,9 +386,12 @@ def test_a_memory_page_lists_its_near_duplicates_and_merges_them(ada_client, use
     assert sorted(listed) == sorted([kept.pk, berlin.pk])
 
 
-def test_merging_one_says_memory_and_next_returns_where_you_came_from(ada_client, personal):
-    kept = services.memory_create(namespace=personal, content=PARIS)
-    again = services.memory_create(namespace=personal, content=PARIS_AGAIN)
+def test_merging_one_says_memory_and_next_returns_where_you_came_from(
+    ada_client, personal, committed
+):
+    with committed():
+        kept = services.memory_create(namespace=personal, content=PARIS)
+        again = services.memory_create(namespace=personal, content=PARIS_AGAIN)
     page = ada_client.get(reverse("memory-detail", args=[again.pk]))
     assert near_listed(page) == [kept.pk] and "Merge 1 into this memory" in page.content.decode()
     back = reverse("memory-list")
@@ -409,16 +413,19 @@ def test_merging_twice_says_there_is_nothing_to_merge(ada_client, paris, nothing
     assert messages_of(ada_client.get(response["Location"])) == ["Nothing to merge."]
 
 
-def test_a_member_above_the_kept_memorys_level_is_neither_listed_nor_merged(ada_client, personal):
-    kept = services.memory_create(
-        namespace=personal, content=PARIS, classification=Classification.INTERNAL
-    )
-    public = services.memory_create(
-        namespace=personal, content="User lives in Paris!", classification=Classification.PUBLIC
-    )
-    secret = services.memory_create(
-        namespace=personal, content=PARIS_AGAIN, classification=Classification.CONFIDENTIAL
-    )
+def test_a_member_above_the_kept_memorys_level_is_neither_listed_nor_merged(
+    ada_client, personal, committed
+):
+    with committed():
+        kept = services.memory_create(
+            namespace=personal, content=PARIS, classification=Classification.INTERNAL
+        )
+        public = services.memory_create(
+            namespace=personal, content="User lives in Paris!", classification=Classification.PUBLIC
+        )
+        secret = services.memory_create(
+            namespace=personal, content=PARIS_AGAIN, classification=Classification.CONFIDENTIAL
+        )
     page = ada_client.get(reverse("memory-detail", args=[kept.pk]))
     assert near_listed(page) == [public.pk]
     assert f'data-near-duplicate="{secret.pk}"' not in page.content.decode()

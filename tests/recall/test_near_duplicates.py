@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from memories import services
-from memories.models import Classification, Memory
+from memories.models import Association, Classification, Memory
+from memories.signatures import simhash
 from recall.fusion import Candidate
-from recall.ranking import collapse_near_duplicates
+from recall.ranking import collapse_near_duplicates, text_near_duplicates
 
 pytestmark = pytest.mark.django_db
 
@@ -97,3 +98,65 @@ def test_collapse_keeps_the_best_of_each_connected_group():
     # Ties: the lower id stays.
     tie = {i: _candidate(i, 0.5) for i in (7, 8)}
     assert collapse_near_duplicates(tie, [(8, 7)]) == {7: [8]}
+
+
+def _texts(*rows: tuple[int, int, str, float]) -> dict[int, Candidate]:
+    candidates = {}
+    for memory_id, namespace_id, content, final in rows:
+        candidate = Candidate(
+            memory_id,
+            {
+                "id": memory_id,
+                "namespace_id": namespace_id,
+                "content": content,
+                "signature": simhash(content),
+            },
+        )
+        candidate.final = final
+        candidates[memory_id] = candidate
+    return candidates
+
+
+def test_texts_compared_at_recall_pair_near_duplicates_of_one_comparing_namespace():
+    candidates = _texts(
+        (1, 10, PARIS, 0.9),
+        (2, 10, PARIS_AGAIN, 0.8),
+        (3, 10, "User lives in Berlin.", 0.7),
+        (4, 20, PARIS, 0.6),  # the same text in another namespace: another memory
+        (5, 30, PARIS_AGAIN, 0.5),  # a namespace that does not compare (dedupe off)
+        (6, 30, PARIS, 0.4),
+    )
+    found = text_near_duplicates(
+        candidates, namespaces=[10, 20], trigram_threshold=0.7, signature_threshold=0.75
+    )
+    assert found == [(1, 2)]
+    # Only the pool's best are compared.
+    assert (
+        text_near_duplicates(
+            candidates, namespaces=[10], trigram_threshold=0.7, signature_threshold=0.75, pool=1
+        )
+        == []
+    )
+
+
+def test_a_group_written_a_moment_ago_is_one_result_before_the_worker_links_it(
+    user, namespace, make_token, api
+):
+    # No `committed()`: the worker's task has not run, nothing is linked or sketched yet.
+    _, secret = make_token(user)
+    agent = api(secret)
+    paris, again = store(agent, namespace, PARIS, PARIS_AGAIN)
+    assert not Association.objects.filter(kind=services.NEAR_DUPLICATE).exists()
+    results = recall(agent, "where does the user live? Paris")
+    [group] = [hit for hit in results if hit["memory_id"] in (paris, again)]
+    assert sorted([group["memory_id"], *group["duplicates"]]) == [paris, again]
+
+
+def test_a_namespace_that_keeps_duplicates_gets_each_of_them(user, make_token, api):
+    plain = services.namespace_create(owner=user, name="Log", dedupe="off")
+    _, secret = make_token(user)
+    agent = api(secret)
+    paris, again = store(agent, plain, PARIS, PARIS_AGAIN)
+    results = recall(agent, "where does the user live? Paris", namespaces=[plain.slug])
+    assert sorted(hit["memory_id"] for hit in results) == [paris, again]
+    assert all(hit["duplicates"] == [] for hit in results)

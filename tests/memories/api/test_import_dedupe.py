@@ -225,8 +225,11 @@ def test_a_duplicates_links_land_on_the_memory_it_is(namespace, make_memory):
     assert held.use_count == 2
 
 
-def test_imported_memories_are_sketched_and_linked_to_their_near_duplicates(namespace, make_memory):
-    stored = make_memory(PARIS)
+def test_imported_memories_are_sketched_and_linked_to_their_near_duplicates(
+    namespace, make_memory, committed
+):
+    with committed():
+        stored = make_memory(PARIS)
     result = namespace_import(
         namespace=namespace,
         lines=_file(_memory(1, PARIS_AGAIN), _memory(2, "Carol runs the budget")),
