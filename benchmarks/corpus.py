@@ -275,6 +275,7 @@ def _bulk_memories(
     ]
     texts = [[(i["content"], " ".join(i["keywords"])) for i in batch] for batch in batches]
     ids: list[int] = []
+    analyzed_at = max(done, 1)
     with _pool(len(batches)) as pool:
         derived_batches = pool.map(_derived, texts) if pool else map(_derived, texts)
         for batch, derived in zip(batches, derived_batches, strict=True):
@@ -293,6 +294,9 @@ def _bulk_memories(
             created = memories
             ids += [memory.pk for memory in created]
             loaded = done + len(ids)
+            if loaded >= analyzed_at * 1.2:
+                _analyze_growing()
+                analyzed_at = loaded
             rate = loaded / max(time.perf_counter() - started, 1e-9)
             progress(f"  corpus: {loaded:,} / {size:,} memories ({rate:,.0f}/s)")
     return ids
@@ -391,6 +395,18 @@ def vacuum_after_writes() -> None:
     with connection.cursor() as cursor:
         for model in (Memory, MemoryEvent, Card):
             cursor.execute(f"VACUUM ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+
+
+def _analyze_growing() -> None:
+    """ANALYZE the tables the write path looks up while the corpus grows, as autovacuum
+    does once a table has grown by a tenth or so (PostgreSQL). Autovacuum is off on some
+    machines (CI's): never-analyzed tables made the near-duplicate lookup read a
+    namespace's whole sketch (2.4 s a batch at 45,000 memories, minutes later on)."""
+    if not is_postgres() or connection.in_atomic_block:
+        return
+    with connection.cursor() as cursor:
+        for model in (Memory, MemorySketch):
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
 
 
 def analyze() -> None:

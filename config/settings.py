@@ -277,6 +277,17 @@ API_MAX_PAGE_SIZE = env.int("API_MAX_PAGE_SIZE", 500, minimum=1)
 API_BULK_MAX = env.int("API_BULK_MAX", 1000, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 
+# --- MCP (memories.mcp, served at /mcp by config/asgi.py) -----------------------------------
+
+# The address clients reach this deployment at: MCP's protected-resource metadata and the
+# WWW-Authenticate header of a 401 name it (the dashboard, where tokens are made, is the
+# "authorization server" the metadata points to).
+PUBLIC_URL = env.str("PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+if not re.fullmatch(r"https?://[^\s/]+(/[^\s]*)?", PUBLIC_URL):
+    raise ImproperlyConfigured(f"PUBLIC_URL={PUBLIC_URL!r} must be an http(s) URL.")
+MCP_URL = f"{PUBLIC_URL}/mcp"
+MCP_ISSUER_URL = PUBLIC_URL
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "memories.auth.BearerTokenAuthentication",

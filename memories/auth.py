@@ -22,6 +22,28 @@ from memories.services import token_hash
 LAST_USED_RESOLUTION = timedelta(minutes=5)
 
 
+def token_for_secret(secret: str) -> ApiToken:
+    """The live token a secret (`eng_<prefix>_<secret>`) belongs to, its owner loaded; every
+    transport's check (the REST API's bearer header, MCP over HTTP and stdio).
+    AuthenticationFailed says why not."""
+    parts = secret.split("_")
+    if len(parts) < 3 or parts[0] != "eng":
+        raise exceptions.AuthenticationFailed("Malformed token.")
+    token = ApiToken.objects.select_related("owner").filter(prefix=parts[1]).first()
+    if token is None or not hmac.compare_digest(token.secret_hash, token_hash(secret)):
+        raise exceptions.AuthenticationFailed("Invalid token.")
+    now = timezone.now()
+    if token.revoked_at is not None:
+        raise exceptions.AuthenticationFailed("This token has been revoked.")
+    if token.expires_at is not None and token.expires_at <= now:
+        raise exceptions.AuthenticationFailed("This token has expired.")
+    if not token.owner.is_active:
+        raise exceptions.AuthenticationFailed("The token's owner is inactive.")
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token
+
+
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     """`Authorization: Bearer eng_<prefix>_<secret>`; request.auth is the ApiToken."""
 
@@ -34,22 +56,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         scheme, _, secret = header.partition(" ")
         if scheme.lower() != self.keyword.lower():
             return None
-        secret = secret.strip()
-        parts = secret.split("_")
-        if len(parts) < 3 or parts[0] != "eng":
-            raise exceptions.AuthenticationFailed("Malformed token.")
-        token = ApiToken.objects.select_related("owner").filter(prefix=parts[1]).first()
-        if token is None or not hmac.compare_digest(token.secret_hash, token_hash(secret)):
-            raise exceptions.AuthenticationFailed("Invalid token.")
-        now = timezone.now()
-        if token.revoked_at is not None:
-            raise exceptions.AuthenticationFailed("This token has been revoked.")
-        if token.expires_at is not None and token.expires_at <= now:
-            raise exceptions.AuthenticationFailed("This token has expired.")
-        if not token.owner.is_active:
-            raise exceptions.AuthenticationFailed("The token's owner is inactive.")
-        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token = token_for_secret(secret.strip())
         return token.owner, token
 
     def authenticate_header(self, request: Request) -> str:

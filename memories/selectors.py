@@ -200,3 +200,51 @@ def decay_histogram(namespace_ids: list[int], now: datetime) -> list[int]:
         for bucket_index, count in cursor.fetchall():
             counts[max(0, min(int(bucket_index), last))] += count
     return counts
+
+
+REINFORCE_MAX = 100
+
+
+def reinforce_candidates(
+    *, scope: Scope, namespace=None, limit: int = 20, now: datetime | None = None
+) -> list[tuple[Memory, float]]:
+    """Seed 003's review candidates in the caller's reach: live, current memories whose
+    decay score is in the danger zone (REVIEW_DANGER_ZONE_MIN..MAX), the ones nearest its
+    centre first (decay.review_priority's order), with their scores. The score is the
+    sweep's own SQL; one query for the ids, one for the rows."""
+    now = now or timezone.now()
+    namespace_ids = [namespace.pk] if namespace is not None else scope.namespace_ids
+    if not namespace_ids:
+        return []
+    config = SweepConfig.from_settings()
+    thresholds = config.thresholds
+    p_sql, p_params = params_cte(config, now)
+    marks = ", ".join(["%s"] * len(namespace_ids))
+    where = (
+        f"m.namespace_id IN ({marks}) AND m.status IN (%s, %s) AND m.classification <= %s "
+        "AND (m.valid_until IS NULL OR m.valid_until > %s) "
+        "AND (m.expires_at IS NULL OR m.expires_at > %s)"
+    )
+    scored = scored_memories_sql(where=where)
+    sql = (
+        f"WITH {p_sql}, {scored} SELECT id, score FROM scored WHERE score BETWEEN %s AND %s "
+        "ORDER BY ABS(score - %s), id LIMIT %s"
+    )
+    params = [
+        *p_params,
+        *namespace_ids,
+        Memory.Status.ACTIVE.value,
+        Memory.Status.PROMOTED.value,
+        scope.ceiling,
+        connection.ops.adapt_datetimefield_value(now),
+        connection.ops.adapt_datetimefield_value(now),
+        thresholds.danger_min,
+        thresholds.danger_max,
+        thresholds.danger_centre,
+        max(1, min(limit, REINFORCE_MAX)),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        scores = dict(cursor.fetchall())
+    rows = scope.memories().select_related("namespace").in_bulk(list(scores))
+    return [(rows[pk], scores[pk]) for pk in scores if pk in rows]

@@ -322,6 +322,23 @@ class TouchInput(StrictSerializer):
     boost_strength = StrictBooleanField(default=False)
 
 
+class ReinforceFilter(StrictSerializer):
+    """Query parameters of the review candidates."""
+
+    namespace = serializers.SlugField(required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
+
+
+class ReinforceOutput(serializers.Serializer):
+    """A memory in the review danger zone and its decay score (0..1 scale of seed 003)."""
+
+    memory = serializers.SerializerMethodField()
+    score = serializers.FloatField()
+
+    def get_memory(self, item) -> dict:
+        return MemoryOutput(item["memory"], context=self.context).data
+
+
 class MemoryListFilter(StrictSerializer):
     """Query parameters of the memory list."""
 

@@ -14,6 +14,7 @@ from memories.api.memories import (
     MemoryForgetView,
     MemoryHistoryView,
     MemoryListView,
+    MemoryReinforceView,
     MemoryRestoreView,
     MemoryTouchView,
 )
@@ -33,6 +34,7 @@ api_urlpatterns = [
     ),
     path("memories", MemoryListView.as_view(), name="api-memories"),
     path("memories/bulk", MemoryBulkView.as_view(), name="api-memories-bulk"),
+    path("memories/reinforce", MemoryReinforceView.as_view(), name="api-memories-reinforce"),
     path("memories/<int:pk>", MemoryDetailView.as_view(), name="api-memory"),
     path("memories/<int:pk>/forget", MemoryForgetView.as_view(), name="api-memory-forget"),
     path("memories/<int:pk>/restore", MemoryRestoreView.as_view(), name="api-memory-restore"),

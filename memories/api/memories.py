@@ -335,3 +335,29 @@ class MemoryHistoryView(APIView):
         page = paginator.paginate_queryset(events, request, view=self)
         redact_above_ceiling(page, scope.ceiling)
         return paginator.get_paginated_response(s.EventOutput(page, many=True).data)
+
+
+class MemoryReinforceView(APIView):
+    @extend_schema(
+        parameters=[s.ReinforceFilter],
+        responses=s.ReinforceOutput(many=True),
+        operation_id="memories_reinforce",
+        tags=["memories"],
+        summary="Memories fading toward forgetting that are worth revisiting",
+        description="Seed 003's review candidates: live, current memories whose decay score "
+        "is in the review danger zone, the most urgent first. Recalling or touching one "
+        "strengthens it.",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        params = s.ReinforceFilter(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        slug = params.validated_data.get("namespace")
+        found = selectors.reinforce_candidates(
+            scope=scope,
+            namespace=scope.namespace(slug) if slug else None,
+            limit=params.validated_data["limit"],
+        )
+        items = [{"memory": memory, "score": round(score, 6)} for memory, score in found]
+        context = {"request": request, "now": timezone.now()}
+        return Response(s.ReinforceOutput(items, many=True, context=context).data)

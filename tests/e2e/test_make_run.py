@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
@@ -122,6 +123,15 @@ def test_make_run_serves_the_demo_login_and_runs_the_worker(fresh_database_url, 
         assert response.status == 200
         assert response.url == f"{base}/admin/"
         assert "Site administration" in response.read().decode()
+        # The same server serves the static files and MCP, whose 401 says where to start.
+        assert urllib.request.urlopen(f"{base}/static/css/engram.css").status == 200
+        mcp = urllib.request.Request(
+            f"{base}/mcp", data=b"{}", headers={"Content-Type": "application/json"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(mcp)
+        assert refused.value.code == 401
+        assert "resource_metadata=" in refused.value.headers["WWW-Authenticate"]
 
         # The worker started with the server picks up a task from the broker.
         task_id = _manage(

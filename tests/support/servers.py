@@ -73,19 +73,32 @@ def migrate(url: str) -> None:
 class Gunicorn:
     """`gunicorn config.wsgi` (sync workers, or threads) in its own process group."""
 
-    def __init__(self, env: dict[str, str], log: Path, workers: int = 2, threads: int = 1):
+    def __init__(
+        self,
+        env: dict[str, str],
+        log: Path,
+        workers: int = 2,
+        threads: int = 1,
+        *,
+        asgi: bool = False,
+    ):
+        """`asgi`: the README's production command (config.asgi with uvicorn workers:
+        dashboard, API and MCP); otherwise config.wsgi with sync workers or threads."""
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
+        app = (
+            ["config.asgi:application", "-k", "uvicorn_worker.UvicornWorker"]
+            if asgi
+            else ["config.wsgi", "--threads", str(threads)]
+        )
         with log.open("a") as out:
             self.process = subprocess.Popen(
                 [
                     GUNICORN,
-                    "config.wsgi",
+                    *app,
                     "--workers",
                     str(workers),
-                    "--threads",
-                    str(threads),
                     "--bind",
                     f"127.0.0.1:{self.port}",
                 ],

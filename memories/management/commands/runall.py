@@ -1,4 +1,5 @@
-"""Run the web server and the django-q2 worker together; Ctrl-C (or SIGTERM) stops both."""
+"""Run the web server (uvicorn on config.asgi: dashboard, API, MCP) and the django-q2 worker
+together; Ctrl-C (or SIGTERM) stops both."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, host: str, port: int, no_worker: bool, **options) -> None:
         manage = [sys.executable, sys.argv[0]]
-        commands = {"web": [*manage, "runserver", f"{host}:{port}", "--noreload"]}
+        # The ASGI app (config.asgi): dashboard, API and MCP at /mcp, as in production.
+        web = [sys.executable, "-m", "uvicorn", "config.asgi:application"]
+        commands = {"web": [*web, "--host", host, "--port", str(port), "--no-server-header"]}
         if not no_worker:
             commands["worker"] = [*manage, "qcluster"]
         # Each child in its own session: Ctrl-C reaches this process only, which stops the
