@@ -48,6 +48,7 @@ READS = {
     "api-memories",
     "api-memory",
     "api-memory-history",
+    "api-memories-reinforce",
     "api-associations",
     "api-entities",
     "api-relations",
@@ -357,6 +358,7 @@ def _reads(world: World, client: APIClient) -> list[tuple[str, str, bytes]]:
     for status in ("", "active", "promoted", "forgotten", "archived"):
         get("api-memories", "/api/v1/memories", {"status": status} if status else {"limit": 500})
     get("api-memories", "/api/v1/memories", {"q": "zebra"})
+    get("api-memories-reinforce", "/api/v1/memories/reinforce", {"limit": 100})
     for pk in world.memories:
         get("api-memory", f"/api/v1/memories/{pk}")
         get("api-memory-history", f"/api/v1/memories/{pk}/history", {"limit": 500})
