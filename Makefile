@@ -14,8 +14,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml clients/python/pyproject.toml
 	$(PIP) install --quiet -e ".[test]"
+	$(PIP) install --quiet -e ./clients/python
 	touch $@
 
 install: $(VENV)/.installed

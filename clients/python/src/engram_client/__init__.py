@@ -1,0 +1,85 @@
+"""Python client of the Engram API: `Engram` (sync) and `AsyncEngram` (asyncio), a thin
+typed layer over httpx (docs/client.md says why not a generated client)."""
+
+from __future__ import annotations
+
+from engram_client.aio import AsyncEngram
+from engram_client.client import Engram
+from engram_client.errors import (
+    ApiError,
+    Conflict,
+    EngramError,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    RateLimited,
+    ServerError,
+    Timeout,
+    TooLarge,
+    TransportError,
+    Unauthorized,
+    Unavailable,
+)
+from engram_client.models import (
+    Association,
+    Card,
+    Consolidation,
+    Entity,
+    Event,
+    ImportJob,
+    ImportResult,
+    Memory,
+    Namespace,
+    Page,
+    RecallDigest,
+    RecallHit,
+    RecallRelation,
+    RecallResult,
+    Relation,
+    ReviewLog,
+    ReviewQueue,
+    ReviewStats,
+    StudySession,
+)
+from engram_client.retry import NO_RETRY, Retry
+from engram_client.version import __version__
+
+__all__ = [
+    "NO_RETRY",
+    "ApiError",
+    "Association",
+    "AsyncEngram",
+    "Card",
+    "Conflict",
+    "Consolidation",
+    "Engram",
+    "EngramError",
+    "Entity",
+    "Event",
+    "Forbidden",
+    "ImportJob",
+    "ImportResult",
+    "InvalidInput",
+    "Memory",
+    "Namespace",
+    "NotFound",
+    "Page",
+    "RateLimited",
+    "RecallDigest",
+    "RecallHit",
+    "RecallRelation",
+    "RecallResult",
+    "Relation",
+    "Retry",
+    "ReviewLog",
+    "ReviewQueue",
+    "ReviewStats",
+    "ServerError",
+    "StudySession",
+    "Timeout",
+    "TooLarge",
+    "TransportError",
+    "Unauthorized",
+    "Unavailable",
+    "__version__",
+]

@@ -1,0 +1,421 @@
+"""`Engram`: the synchronous client, over one `httpx.Client` (connection pooling)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import IO, Any, Unpack
+
+import httpx
+
+from engram_client import connection
+from engram_client import models as m
+from engram_client import operations as ops
+from engram_client.errors import EngramError, Timeout, TransportError, error_from_response
+from engram_client.retry import Retry
+from engram_client.version import __version__
+
+
+class Engram:
+    """A client of one Engram server with one token.
+
+        with Engram("https://engram.example.com", "eng_...") as engram:
+            engram.remember("agent-42", "User prefers tea", topic="user")
+            for hit in engram.recall("what does the user drink?").results: ...
+
+    Every method raises an `ApiError` subclass for an error answer (after retrying 429
+    and 503 as `retry` says) and `Timeout` / `TransportError` when no answer came.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        timeout: float | httpx.Timeout = 30.0,
+        retry: Retry | None = None,
+        transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.base_url = connection.api_base(url)
+        self.retry = retry or Retry()
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers={
+                **connection.default_headers(token, f"engram-client/{__version__}"),
+                **(headers or {}),
+            },
+            timeout=timeout,
+            transport=transport,
+        )
+
+    # Plumbing
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._http.close()
+
+    def __enter__(self) -> Engram:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _request(
+        self,
+        method: str,
+        url: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        body: connection.ImportBody | None = None,
+        stream: bool = False,
+    ) -> httpx.Response:
+        """Send with the retry policy; the response of a success, else the API's error."""
+        attempt = 0
+        while True:
+            if body is not None:
+                body.rewind()
+            request = self._http.build_request(
+                method,
+                url,
+                json=json,
+                params=params,
+                content=None if body is None else body.chunks(),
+                headers=None if body is None else body.headers(),
+            )
+            try:
+                response = self._http.send(request, stream=stream)
+            except httpx.ConnectError as exc:  # nothing was sent: safe to try again
+                delay = self._retry_delay(attempt, None, None, body)
+                if delay is None:
+                    raise TransportError(f"Could not connect to {self.base_url}: {exc}") from exc
+            except httpx.TimeoutException as exc:
+                if not isinstance(exc, httpx.ConnectTimeout):
+                    raise Timeout(f"No answer from {method} {url} in time: {exc!r}") from exc
+                delay = self._retry_delay(attempt, None, None, body)
+                if delay is None:
+                    raise Timeout(f"Could not connect to {self.base_url} in time") from exc
+            except httpx.TransportError as exc:
+                raise TransportError(f"{method} {url} failed: {exc!r}") from exc
+            else:
+                if response.status_code < 400:
+                    return response
+                content = response.read()
+                response.close()
+                delay = self._retry_delay(
+                    attempt, response.status_code, response.headers.get("Retry-After"), body
+                )
+                if delay is None:
+                    raise error_from_response(response.status_code, dict(response.headers), content)
+            attempt += 1
+            time.sleep(delay)
+
+    def _retry_delay(
+        self,
+        attempt: int,
+        status: int | None,
+        retry_after: str | None,
+        body: connection.ImportBody | None,
+    ) -> float | None:
+        if body is not None and not body.replayable:
+            return None  # a stream already read cannot be sent again
+        return self.retry.delay(attempt, status, retry_after)
+
+    def _send(self, call: ops.Call) -> Any:
+        response = self._request(call.method, call.path, json=call.json, params=call.params)
+        if call.shape == "none":
+            return None
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise EngramError(f"{call.method} {call.route} answered no JSON.") from exc
+        return call.decode(data)
+
+    def _pages(self, call: ops.Call) -> Iterator[Any]:
+        """Every item of a cursor-paginated list, fetching a page when the last is used up."""
+        page: m.Page[Any] = self._send(call)
+        while True:
+            yield from page.results
+            if not page.next:
+                return
+            response = self._request("GET", page.next)
+            page = call.decode(response.json())
+
+    # Memories
+
+    def remember(self, namespace: str, content: str, **fields: Unpack[m.CreateFields]) -> m.Memory:
+        """Store a memory (or, when the namespace holds the text, get that one back with
+        `deduplicated=True`, counted as a use)."""
+        return self._send(ops.remember(namespace, content, fields))
+
+    def remember_many(
+        self, memories: Iterable[Mapping[str, Any] | str], *, namespace: str | None = None
+    ) -> list[m.Memory]:
+        """Store up to API_BULK_MAX memories, all or nothing; each answer has its
+        `deduplicated` flag. Items are dicts of memory fields, or plain content strings
+        stored in `namespace`."""
+        return self._send(ops.remember_many(memories, namespace))
+
+    def get(self, memory_id: int) -> m.Memory:
+        """One memory (NotFound outside the token's namespaces and ceiling)."""
+        return self._send(ops.get(memory_id))
+
+    def update(self, memory_id: int, **changes: Unpack[m.UpdateFields]) -> m.Memory:
+        """Change editable fields; the history records before and after."""
+        return self._send(ops.update(memory_id, changes))
+
+    def forget(self, memory_id: int, reason: str) -> m.Memory:
+        """Hide a memory; restorable until purged."""
+        return self._send(ops.forget(memory_id, reason))
+
+    def restore(self, memory_id: int) -> m.Memory:
+        """Bring back a forgotten or archived memory."""
+        return self._send(ops.restore(memory_id))
+
+    def touch(self, memory_id: int, *, boost_strength: bool = False) -> m.Memory:
+        """Count a use (and optionally boost strength x1.1, capped at 2.0)."""
+        return self._send(ops.touch(memory_id, boost_strength))
+
+    def purge(self, memory_id: int) -> None:
+        """Delete a memory for good (its history keeps a 'purged' event)."""
+        self._send(ops.purge(memory_id))
+
+    def memories(self, **filters: Unpack[ops.MemoryFilters]) -> Iterator[m.Memory]:
+        """Every memory matching the filters, newest first, page after page (`limit` is
+        the page size); pages are fetched as the iteration reaches them."""
+        return self._pages(ops.memories(filters))
+
+    def history(self, memory_id: int, *, limit: int | None = None) -> Iterator[m.Event]:
+        """A memory's history, newest first."""
+        return self._pages(ops.history(memory_id, limit))
+
+    # Links and the entity graph
+
+    def link(
+        self, source: int, target: int, *, weight: float | None = None, kind: str | None = None
+    ) -> m.Association:
+        """Associate two memories of one namespace (recall spreads along these links)."""
+        return self._send(ops.link(source, target, weight, kind))
+
+    def unlink(self, association_id: int) -> None:
+        """Remove an association."""
+        self._send(ops.unlink(association_id))
+
+    def associations(
+        self, *, memory: int | None = None, limit: int | None = None
+    ) -> Iterator[m.Association]:
+        """Associations between memories you can see (of one memory, if named)."""
+        return self._pages(ops.associations(memory, limit))
+
+    def relate(
+        self,
+        namespace: str,
+        subject: str,
+        predicate: str,
+        object: str,
+        *,
+        memory: int | None = None,
+        weight: float | None = None,
+    ) -> m.Relation:
+        """Record subject -[predicate]-> object in the entity graph."""
+        return self._send(ops.relate(namespace, subject, predicate, object, memory, weight))
+
+    def unrelate(self, relation_id: int) -> None:
+        """Remove a relation."""
+        self._send(ops.unrelate(relation_id))
+
+    def relations(
+        self,
+        *,
+        namespace: str | None = None,
+        entity: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[m.Relation]:
+        """Relations (of one entity, if named)."""
+        return self._pages(ops.relations(namespace, entity, limit))
+
+    def declare_entity(self, namespace: str, name: str, *, kind: str | None = None) -> m.Entity:
+        """An entity of the graph (the existing one if the name is known)."""
+        return self._send(ops.declare_entity(namespace, name, kind))
+
+    def entities(
+        self, *, namespace: str | None = None, limit: int | None = None
+    ) -> Iterator[m.Entity]:
+        """Known entities."""
+        return self._pages(ops.entities(namespace, limit))
+
+    def consolidations(
+        self,
+        *,
+        namespace: str | None = None,
+        period: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[m.Consolidation]:
+        """Digests of periods' memories."""
+        return self._pages(ops.consolidations(namespace, period, limit))
+
+    # Recall
+
+    def recall(self, query: str, **options: Unpack[ops.RecallOptions]) -> m.RecallResult:
+        """Memories for a query, ranked and explained (docs/recall.md)."""
+        return self._send(ops.recall(query, options))
+
+    # Namespaces, export and import
+
+    def namespaces(self) -> list[m.Namespace]:
+        """The namespaces this token may use."""
+        return self._send(ops.namespaces())
+
+    def namespace(self, slug: str) -> m.Namespace:
+        """One namespace and its settings."""
+        return self._send(ops.namespace(slug))
+
+    def create_namespace(
+        self, name: str, *, slug: str | None = None, **settings: Unpack[m.NamespaceSettings]
+    ) -> m.Namespace:
+        """A new namespace (needs a write token over all namespaces)."""
+        return self._send(ops.create_namespace(name, slug, settings))
+
+    def update_namespace(
+        self, slug: str, *, name: str | None = None, **settings: Unpack[m.NamespaceSettings]
+    ) -> m.Namespace:
+        """Change a namespace's name or settings."""
+        return self._send(ops.update_namespace(slug, name, settings))
+
+    def export_namespace(self, slug: str) -> Iterator[dict[str, Any]]:
+        """The namespace's export, one record at a time as the server streams it (header,
+        memories, links, cards, history..., then `end`); closing the iterator early closes
+        the connection."""
+        call = ops.export_namespace(slug)
+        response = self._request(call.method, call.path, stream=True)
+        try:
+            for line in response.iter_lines():
+                if line.strip():
+                    yield connection.record(line)
+        finally:
+            response.close()
+
+    def export_namespace_to(self, slug: str, file: IO[bytes]) -> int:
+        """Write the export to a binary file as it streams, byte for byte; its size."""
+        call = ops.export_namespace(slug)
+        response = self._request(call.method, call.path, stream=True)
+        size = 0
+        try:
+            for chunk in response.iter_bytes():
+                file.write(chunk)
+                size += len(chunk)
+        finally:
+            response.close()
+        return size
+
+    def import_namespace(
+        self, slug: str, source: connection.ImportSource, *, apply_settings: bool = False
+    ) -> m.ImportResult | m.ImportJob:
+        """Import JSON Lines into the namespace, all or nothing: bytes, a path, a binary
+        file, or records (as export_namespace yields them). A body over the server's
+        API_MAX_BODY_BYTES is imported by its worker: an `ImportJob` to wait for with
+        `wait_for_import`."""
+        call = ops.import_namespace(slug, apply_settings)
+        body = connection.import_body(source)
+        try:
+            response = self._request(call.method, call.path, params=call.params, body=body)
+        finally:
+            body.close()
+        data = response.json()
+        if response.status_code == 202:
+            return m.decode(m.ImportJob, data)
+        return connection.import_result(data)
+
+    def import_job(self, slug: str, job: int) -> m.ImportJob:
+        """The state of a background import."""
+        return self._send(ops.import_job(slug, job))
+
+    def wait_for_import(
+        self, slug: str, job: int, *, poll: float = 1.0, timeout: float = 600.0
+    ) -> m.ImportResult:
+        """Poll a background import until it ends; its result, or its error raised."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.import_job(slug, job)
+            result = connection.finished_import(state)
+            if result is not None:
+                return result
+            if time.monotonic() >= deadline:
+                raise Timeout(f"Import job {job} still {state.status} after {timeout} s.")
+            time.sleep(poll)
+
+    # Review
+
+    def review_queue(
+        self,
+        namespace: str,
+        *,
+        deck: str | None = None,
+        limit: int | None = None,
+        tz: str | None = None,
+    ) -> m.ReviewQueue:
+        """Today's due cards by priority, then new cards within the daily limit."""
+        return self._send(ops.review_queue(namespace, deck, limit, tz))
+
+    def grade(self, card_id: int, grade: m.Grade, *, version: int | None = None) -> m.ReviewLog:
+        """Grade a card 0-5 or again/hard/good/easy; a stale `version` is a Conflict."""
+        return self._send(ops.grade(card_id, grade, version))
+
+    def undo(self, card_id: int) -> m.ReviewLog:
+        """Undo a card's last grade."""
+        return self._send(ops.undo(card_id))
+
+    def review_stats(
+        self, namespace: str, *, deck: str | None = None, tz: str | None = None
+    ) -> m.ReviewStats:
+        """Cards, retention, streak, reviews per day and the forecast."""
+        return self._send(ops.review_stats(namespace, deck, tz))
+
+    def start_session(
+        self,
+        namespace: str,
+        *,
+        deck: str | None = None,
+        limit: int | None = None,
+        tz: str | None = None,
+    ) -> m.StudySession:
+        """A study session over today's cards."""
+        return self._send(ops.start_session(namespace, deck, limit, tz))
+
+    def session(self, session_id: int) -> m.StudySession:
+        """A study session and its next card."""
+        return self._send(ops.session(session_id))
+
+    def session_grade(
+        self, session_id: int, card: int, grade: m.Grade, *, version: int | None = None
+    ) -> m.StudySession:
+        """Grade the session's card (only the first grade schedules)."""
+        return self._send(ops.session_grade(session_id, card, grade, version))
+
+    def finish_session(self, session_id: int) -> m.StudySession:
+        """End a study session now."""
+        return self._send(ops.finish_session(session_id))
+
+    def start_cram(
+        self,
+        namespace: str,
+        *,
+        deck: str | None = None,
+        cards: list[int] | None = None,
+        seed: int | None = None,
+    ) -> m.StudySession:
+        """A cram session: random order, scored, never reschedules."""
+        return self._send(ops.start_cram(namespace, deck, cards, seed))
+
+    def cram(self, session_id: int) -> m.StudySession:
+        """A cram session and its score."""
+        return self._send(ops.cram(session_id))
+
+    def cram_answer(self, session_id: int, card: int, correct: bool) -> m.StudySession:
+        """Answer a cram card right or wrong."""
+        return self._send(ops.cram_answer(session_id, card, correct))
+
+    def finish_cram(self, session_id: int) -> m.StudySession:
+        """End a cram session now."""
+        return self._send(ops.finish_cram(session_id))
