@@ -54,6 +54,7 @@ def every_call() -> dict[str, ops.Call]:
         "touch": ops.touch(1, True),
         "memories": ops.memories(_every(ops.MemoryFilters)),
         "history": ops.history(1, 10),
+        "reinforce_due": ops.reinforce_due("ns", 10),
         "link": ops.link(1, 2, 0.5, "related"),
         "unlink": ops.unlink(1),
         "associations": ops.associations(1, 10),
@@ -212,6 +213,31 @@ def schema() -> dict[str, Any]:
 
 def test_every_operation_of_the_client_is_in_the_schema_with_its_fields(schema):
     assert disagreements(schema, every_call()) == []
+
+
+# Operations of the schema the client does not offer, and why.
+NOT_IN_THE_CLIENT = {
+    ("GET", "/tokens"): "tokens are managed with a signed-in session, not a token",
+    ("POST", "/tokens"): "as above",
+    ("POST", "/tokens/{id}/revoke"): "as above",
+    ("GET", "/schema"): "the schema itself",
+}
+
+
+def test_every_operation_of_the_schema_is_offered_by_the_client(schema):
+    offered = {(call.method, call.route) for call in every_call().values()}
+    missing = sorted(
+        (method.upper(), path.removeprefix("/api/v1"))
+        for path, operations in schema["paths"].items()
+        for method in operations
+        if method in ("get", "post", "put", "patch", "delete")
+        and (method.upper(), path.removeprefix("/api/v1")) not in offered
+        and (method.upper(), path.removeprefix("/api/v1")) not in NOT_IN_THE_CLIENT
+        and not path.removeprefix("/api/v1").startswith(
+            ("/webhooks", "/namespaces/{slug}/webhooks")
+        )
+    )
+    assert missing == [], "add these to engram_client (or to NOT_IN_THE_CLIENT, with why)"
 
 
 def test_the_agreement_check_fails_when_a_route_or_field_is_renamed(schema):
@@ -505,6 +531,7 @@ def test_every_method_against_the_server(server, secret):
         assert client.touch(tea.id, boost_strength=True).use_count > again.use_count
         kinds = [event.kind for event in client.history(tea.id)]
         assert kinds[0] == "touched" and "updated" in kinds and kinds[-1] == "created"
+        assert client.reinforce_due(namespace=main.slug, limit=5) == []  # all used just now
 
         for number in range(5):
             client.remember(main.slug, f"Page filler number {number}")

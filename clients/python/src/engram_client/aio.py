@@ -195,6 +195,13 @@ class AsyncEngram:
         """A memory's history, newest first."""
         return self._pages(ops.history(memory_id, limit))
 
+    async def reinforce_due(
+        self, *, namespace: str | None = None, limit: int | None = None
+    ) -> list[m.Reinforce]:
+        """Memories in the review danger zone, the most urgent first: recall or touch them
+        to keep them."""
+        return await self._send(ops.reinforce_due(namespace, limit))
+
     # Links and the entity graph
 
     async def link(

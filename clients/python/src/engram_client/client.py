@@ -190,6 +190,13 @@ class Engram:
         """A memory's history, newest first."""
         return self._pages(ops.history(memory_id, limit))
 
+    def reinforce_due(
+        self, *, namespace: str | None = None, limit: int | None = None
+    ) -> list[m.Reinforce]:
+        """Memories in the review danger zone, the most urgent first: recall or touch them
+        to keep them."""
+        return self._send(ops.reinforce_due(namespace, limit))
+
     # Links and the entity graph
 
     def link(

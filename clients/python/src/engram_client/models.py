@@ -186,6 +186,16 @@ class Entity:
 
 
 @dataclass(frozen=True)
+class Reinforce:
+    """A memory fading toward being forgotten, worth revisiting (ReinforceOutput): its
+    decay score is in the review danger zone."""
+
+    memory: Memory
+    score: float
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
 class Relation:
     """subject -[predicate]-> object (RelationOutput)."""
 

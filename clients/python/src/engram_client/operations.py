@@ -208,6 +208,17 @@ def history(memory_id: int, limit: int | None) -> Call:
     )
 
 
+def reinforce_due(namespace: str | None, limit: int | None) -> Call:
+    return Call(
+        "GET",
+        "/memories/reinforce",
+        {},
+        params=query({"namespace": namespace, "limit": limit}),
+        result=m.Reinforce,
+        shape="list",
+    )
+
+
 # Links and the entity graph
 
 
