@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from benchmarks import corpus, machine
 from benchmarks.service_http import Server, api_item, import_rows, load_rows
+from benchmarks.service_mcp import mcp_rows
 from benchmarks.service_table import Progress, Row
 from benchmarks.stats import percentile
 from config.db import is_postgres
@@ -144,6 +145,16 @@ def run(
             corpus.vacuum_after_writes()
         if "recall" in only:
             rows += recall_rows(namespace, queries, server, secret, progress)
+            if server:
+                rows += mcp_rows(
+                    namespace,
+                    secret,
+                    corpus.queries(queries),
+                    workers=workers,
+                    database_url=database_url(),
+                    redis_url=redis_url,
+                    progress=progress,
+                )
         if "queue" in only:
             rows += queue_rows(namespace, queue_runs, progress)
         if "sweep" in only:

@@ -42,7 +42,11 @@ def _free_port() -> int:
 class Server:
     """A gunicorn serving the app on a free port, with the bench's database."""
 
-    def __init__(self, *, workers: int, database_url: str, redis_url: str = "") -> None:
+    def __init__(
+        self, *, workers: int, database_url: str, redis_url: str = "", asgi: bool = False
+    ) -> None:
+        """`asgi`: config.asgi under uvicorn workers (the README's production command, with
+        MCP at /mcp); otherwise config.wsgi with sync workers."""
         self.port = _free_port()
         self.env = env = {
             **os.environ,
@@ -59,7 +63,11 @@ class Server:
         self.process = subprocess.Popen(
             [
                 str(gunicorn),
-                "config.wsgi:application",
+                *(
+                    ["config.asgi:application", "-k", "uvicorn_worker.UvicornWorker"]
+                    if asgi
+                    else ["config.wsgi:application"]
+                ),
                 "--bind",
                 f"127.0.0.1:{self.port}",
                 "--workers",
