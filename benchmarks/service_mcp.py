@@ -7,6 +7,7 @@ in-process call of the REST view)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import httpx2
@@ -21,7 +22,7 @@ from memories.models import Namespace
 
 
 def _ms(values: list[float]) -> str:
-    return " / ".join(f"{percentile(values, q):.1f}" for q in (50, 95, 99))
+    return " / ".join(f"{percentile(values, q):.1f}" for q in (0.5, 0.95, 0.99))
 
 
 async def _both(url: str, secret: str, slug: str, queries: list[str]) -> tuple[list, list]:
@@ -62,6 +63,7 @@ def mcp_rows(
     progress: Progress,
 ) -> list[Row]:
     progress(f"  recall: {len(queries)} queries, REST and MCP, on the ASGI server ...")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per request otherwise
     server = Server(workers=workers, database_url=database_url, redis_url=redis_url, asgi=True)
     try:
         rest, mcp = asyncio.run(
@@ -69,7 +71,7 @@ def mcp_rows(
         )
     finally:
         server.stop()
-    gap = percentile(mcp, 95) - percentile(rest, 95)
+    gap = percentile(mcp, 0.95) - percentile(rest, 0.95)
     return [
         ("recall", "ASGI: POST /recall p50 / p95 / p99 (kept alive)", _ms(rest), "ms"),
         ("recall", "ASGI: MCP tool recall p50 / p95 / p99 (kept alive)", _ms(mcp), "ms"),
