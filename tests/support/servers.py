@@ -71,7 +71,7 @@ def migrate(url: str) -> None:
 
 
 class Gunicorn:
-    """`gunicorn config.wsgi` (sync workers, or threads) in its own process group."""
+    """The production gunicorn (config.asgi, or config.wsgi) in its own process group."""
 
     def __init__(
         self,
@@ -80,10 +80,11 @@ class Gunicorn:
         workers: int = 2,
         threads: int = 1,
         *,
-        asgi: bool = False,
+        asgi: bool = True,
     ):
-        """`asgi`: the README's production command (config.asgi with uvicorn workers:
-        dashboard, API and MCP); otherwise config.wsgi with sync workers or threads."""
+        """By default the README's production command (config.asgi under uvicorn workers:
+        dashboard, API and MCP; `threads` does not apply); `asgi=False`: config.wsgi with
+        sync workers or threads."""
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
