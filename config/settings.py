@@ -513,3 +513,35 @@ EMBEDDING_BACKFILL_BACKOFF_SECONDS = env.float(
 
 # Run history shown in the admin and the dashboard.
 BACKGROUND_RUNS_KEEP_DAYS = env.int("BACKGROUND_RUNS_KEEP_DAYS", 90, minimum=1)
+
+# --- Webhooks (issue 16, docs/webhooks.md) ----------------------------------------------
+
+# Targets on loopback, private, link-local, multicast or reserved addresses are refused
+# (every address the host resolves to, when a subscription is saved and at each delivery)
+# unless this is on. The test settings allow loopback for their local receivers.
+WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", False)
+WEBHOOK_ALLOW_LOOPBACK = env.bool("WEBHOOK_ALLOW_LOOPBACK", False)
+# Attempts of one delivery, then it is marked failed; the wait before attempt n + 1 is
+# WEBHOOK_BACKOFF_SECONDS x WEBHOOK_BACKOFF_FACTOR^(n - 1) (60 s x 3: 1, 3, 9, 27 minutes).
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1, maximum=50)
+WEBHOOK_BACKOFF_SECONDS = env.float("WEBHOOK_BACKOFF_SECONDS", 60.0, minimum=0.0, maximum=86400.0)
+WEBHOOK_BACKOFF_FACTOR = env.float("WEBHOOK_BACKOFF_FACTOR", 3.0, minimum=1.0, maximum=10.0)
+# A subscription is disabled (with a notice) after this many failed deliveries in a row.
+WEBHOOK_DISABLE_AFTER_FAILURES = env.int("WEBHOOK_DISABLE_AFTER_FAILURES", 10, minimum=1)
+# One request's time limit; redirects are never followed.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.1, maximum=120.0)
+# How long a worker holds a subscription while it delivers (renewed as it goes); a killed
+# worker's hold ends after this, and the next run redelivers what it left.
+WEBHOOK_LEASE_SECONDS = env.int("WEBHOOK_LEASE_SECONDS", 60, minimum=1, maximum=3600)
+# How often the worker looks for due retries and for deliveries whose task was lost.
+WEBHOOK_RETRY_INTERVAL_MINUTES = env.int(
+    "WEBHOOK_RETRY_INTERVAL_MINUTES", 1, minimum=1, maximum=32767
+)
+# Delivery log rows older than this are deleted (delivered and failed ones) by the sweep.
+WEBHOOK_DELIVERIES_KEEP_DAYS = env.int("WEBHOOK_DELIVERIES_KEEP_DAYS", 30, minimum=1)
+# review.due is sent once a day per namespace (its webhook-id is the day's); the task that
+# looks for due cards runs this often, so a namespace whose cards fall due later in the
+# day is still told that day.
+REVIEW_DUE_WEBHOOK_INTERVAL_MINUTES = env.int(
+    "REVIEW_DUE_WEBHOOK_INTERVAL_MINUTES", 60, minimum=1, maximum=32767
+)

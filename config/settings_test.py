@@ -11,3 +11,5 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# The webhook tests deliver to receivers on 127.0.0.1.
+WEBHOOK_ALLOW_LOOPBACK = True

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -7,6 +8,7 @@ from django.utils import timezone
 
 from memories import services
 from memories.models import (
+    WEBHOOK_EVENTS,
     ApiToken,
     Association,
     BackgroundRun,
@@ -16,7 +18,11 @@ from memories.models import (
     MemoryEvent,
     Namespace,
     Relation,
+    WebhookDelivery,
+    WebhookSubscription,
 )
+from memories.services import webhooks as webhook_services
+from memories.webhook_targets import target_refusal
 
 
 @admin.register(Namespace)
@@ -265,6 +271,124 @@ class ApiTokenAdmin(admin.ModelAdmin):
         for token in live:
             services.token_revoke(token=token, now=now)
         self.message_user(request, f"Revoked {len(live)} tokens.", messages.SUCCESS)
+
+
+# --- Webhooks (issue 16) ----------------------------------------------------------------
+
+
+class WebhookSubscriptionForm(forms.ModelForm):
+    """The services' checks as form errors, so a refused URL is shown beside the field."""
+
+    url = forms.URLField(max_length=2000, assume_scheme="https")
+
+    class Meta:
+        model = WebhookSubscription
+        fields = ["namespace", "url", "description", "events", "ceiling", "enabled"]
+
+    def clean_url(self) -> str:
+        url = self.cleaned_data["url"]
+        refusal = target_refusal(url)
+        if refusal:
+            raise forms.ValidationError(refusal)
+        return url
+
+    def clean_events(self) -> list[str]:
+        events = self.cleaned_data["events"] or list(WEBHOOK_EVENTS)
+        if not isinstance(events, list) or set(events) - set(WEBHOOK_EVENTS):
+            raise forms.ValidationError(f"A list of: {', '.join(WEBHOOK_EVENTS)}.")
+        return events
+
+
+@admin.register(WebhookSubscription)
+class WebhookSubscriptionAdmin(admin.ModelAdmin):
+    form = WebhookSubscriptionForm
+    list_display = [
+        "url",
+        "namespace",
+        "ceiling",
+        "enabled",
+        "consecutive_failures",
+        "disabled_reason",
+        "created_at",
+    ]
+    list_filter = ["enabled", "ceiling"]
+    search_fields = ["url", "description", "namespace__slug", "namespace__owner__username"]
+    list_select_related = ["namespace", "namespace__owner"]
+    fields = ["namespace", "url", "description", "events", "ceiling", "enabled"]
+    readonly_fields = ["consecutive_failures", "disabled_reason", "disabled_at"]
+    raw_id_fields = ["namespace"]
+    actions = ["enable_selected", "disable_selected"]
+
+    def get_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return self.fields + (self.readonly_fields if obj else [])
+
+    def save_model(self, request: HttpRequest, obj: WebhookSubscription, form, change) -> None:
+        """Through the services (the form ran their checks): a new secret is shown once."""
+        if change:
+            changes = {name: getattr(obj, name) for name in form.changed_data}
+            webhook_services.webhook_subscription_update(subscription=obj, changes=changes)
+            return
+        created = webhook_services.webhook_subscription_create(
+            namespace=obj.namespace,
+            url=obj.url,
+            events=obj.events or list(WEBHOOK_EVENTS),
+            ceiling=obj.ceiling,
+            description=obj.description,
+            enabled=obj.enabled,
+        )
+        obj.pk = created.pk
+        self.message_user(
+            request,
+            f"The signing secret, shown this once: {created.secret}",
+            messages.WARNING,
+        )
+
+    @admin.action(description="Enable selected subscriptions (clears their failures)")
+    def enable_selected(self, request: HttpRequest, queryset) -> None:
+        for subscription in queryset:
+            webhook_services.webhook_subscription_update(
+                subscription=subscription, changes={"enabled": True}
+            )
+
+    @admin.action(description="Disable selected subscriptions")
+    def disable_selected(self, request: HttpRequest, queryset) -> None:
+        for subscription in queryset:
+            webhook_services.webhook_subscription_update(
+                subscription=subscription, changes={"enabled": False}
+            )
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    list_display = [
+        "webhook_id",
+        "event_type",
+        "subscription",
+        "status",
+        "attempts",
+        "last_response_code",
+        "last_duration_ms",
+        "next_attempt_at",
+        "created_at",
+    ]
+    list_filter = ["status", "event_type", "last_response_code"]
+    search_fields = ["webhook_id", "subscription__url"]
+    list_select_related = ["subscription", "subscription__namespace"]
+    actions = ["redeliver_selected"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    @admin.action(description="Redeliver selected (same webhook-id)")
+    def redeliver_selected(self, request: HttpRequest, queryset) -> None:
+        count = 0
+        for delivery in queryset:
+            webhook_services.webhook_delivery_redeliver(delivery=delivery)
+            count += 1
+        self.message_user(request, f"Queued {count} deliveries again.", messages.SUCCESS)
 
 
 # --- Background work (issue 6) ----------------------------------------------------------

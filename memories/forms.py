@@ -18,7 +18,14 @@ from django.utils import timezone
 
 from config.serializers import INT64_MAX
 from memories import substring
-from memories.models import SESSION_ID_LENGTH, ApiToken, Memory, Namespace
+from memories.models import (
+    SESSION_ID_LENGTH,
+    WEBHOOK_EVENTS,
+    ApiToken,
+    Classification,
+    Memory,
+    Namespace,
+)
 from memories.selectors import SESSION_ORDER
 from memories.services import EDITABLE_FIELDS, NAMESPACE_EDITABLE_FIELDS
 
@@ -348,3 +355,24 @@ class MemoryFilterForm(DashboardForm):
         """The valid filters only: a bad value in one field does not empty the list."""
         self.is_valid()
         return {name: value for name, value in self.cleaned_data.items() if value not in ("", None)}
+
+
+class WebhookForm(DashboardForm):
+    """A new webhook subscription of a namespace (the services check the URL)."""
+
+    url = forms.URLField(
+        label="URL", max_length=2000, assume_scheme="https", help_text="Where events are POSTed."
+    )
+    events = forms.MultipleChoiceField(
+        choices=[(name, name) for name in WEBHOOK_EVENTS],
+        widget=forms.CheckboxSelectMultiple,
+        initial=list(WEBHOOK_EVENTS),
+        help_text="The events sent to it.",
+    )
+    ceiling = forms.TypedChoiceField(
+        choices=Classification.choices,
+        coerce=int,
+        initial=Classification.INTERNAL,
+        help_text="Nothing above this level is ever sent.",
+    )
+    description = forms.CharField(max_length=200, required=False)

@@ -54,6 +54,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from config.db import is_postgres, pick
@@ -69,6 +70,7 @@ from memories.score_sql import (
     scored_memories_sql,
 )
 from memories.services.near_duplicates import near_duplicates_sweep, near_index_missing
+from memories.services.webhooks import memory_events_announce_where
 
 # Rule names, as stored in the event's after["rule"] and counted in SweepReport; RULES is
 # their precedence (first match wins), the order of _decisions_sql's CASE.
@@ -528,6 +530,10 @@ def sweep_run(
         apply = pick(postgres=_apply_batch_postgres, sqlite=_apply_batch_sqlite)
         with transaction.atomic():
             counts = apply(p_sql, p_params, lo, hi, namespace_id)
+            if counts:  # the batch's events, to their webhooks, in its transaction
+                batch_events = Q(source=EVENT_SOURCE, created_at=now)
+                batch_events &= Q(memory_ref__gte=lo, memory_ref__lt=hi)
+                memory_events_announce_where(batch_events, namespace_id=namespace_id)
         for action, count in counts.items():
             report.add(action, count)
         if config.batch_pause_seconds:
@@ -589,6 +595,10 @@ def memories_purge_forgotten(
                     f"FROM {memory} m WHERE m.id IN ({placeholders})",
                     [MemoryEvent.Kind.PURGED.value, EVENT_SOURCE, db_datetime(now), *ids],
                 )
+            memory_events_announce_where(
+                Q(source=EVENT_SOURCE, created_at=now, memory_ref__in=ids),
+                namespace_id=namespace_id,
+            )
             Memory.objects.filter(pk__in=ids).delete()
         purged += len(ids)
     return purged

@@ -30,6 +30,7 @@ from memories.import_jobs import import_job_run
 from memories.models import BackgroundRun, Namespace
 from memories.services.near_duplicates import near_index_pending
 from memories.sweep import sweep_run
+from memories.webhook_delivery import webhook_deliver_run, webhooks_retry_due
 
 _current_task: ContextVar[dict[str, Any] | None] = ContextVar("engram_task", default=None)
 
@@ -165,6 +166,18 @@ def namespace_import_job(run_id: int) -> dict[str, Any]:
     return import_job_run(run_id=run_id)
 
 
+def webhook_deliver(subscription_id: int) -> dict[str, int]:
+    """Queued when a write's deliveries commit (memories.services.webhooks): send the
+    subscription's due deliveries in order. Not recorded as a run (one per write); the
+    delivery log is the record."""
+    return webhook_deliver_run(subscription_id=subscription_id)
+
+
+def webhooks_retry() -> dict[str, int]:
+    """Scheduled: queue the subscriptions whose retries are due or whose task was lost."""
+    return webhooks_retry_due()
+
+
 # --- Enqueueing and schedules ------------------------------------------------------------
 
 
@@ -207,6 +220,16 @@ SCHEDULES = (
         "engram: full-text statistics",
         "recall.tasks.term_stats_refresh",
         "RECALL_TERM_STATS_INTERVAL_MINUTES",
+    ),
+    ScheduleSpec(
+        "engram: webhook retries",
+        "memories.tasks.webhooks_retry",
+        "WEBHOOK_RETRY_INTERVAL_MINUTES",
+    ),
+    ScheduleSpec(
+        "engram: review due webhooks",
+        "review.tasks.review_due_webhooks",
+        "REVIEW_DUE_WEBHOOK_INTERVAL_MINUTES",
     ),
     ScheduleSpec(
         "engram: embedding backfill",

@@ -21,6 +21,12 @@ from memories.api.memories import (
 from memories.api.namespaces import NamespaceDetailView, NamespaceListView
 from memories.api.tokens import TokenListView, TokenRevokeView
 from memories.api.transfer import NamespaceExportView, NamespaceImportJobView, NamespaceImportView
+from memories.api.webhooks import (
+    NamespaceWebhookListView,
+    WebhookDeliveryListView,
+    WebhookDetailView,
+    WebhookRedeliverView,
+)
 
 api_urlpatterns = [
     path("namespaces", NamespaceListView.as_view(), name="api-namespaces"),
@@ -31,6 +37,22 @@ api_urlpatterns = [
         "namespaces/<slug:slug>/import/<int:job>",
         NamespaceImportJobView.as_view(),
         name="api-import-job",
+    ),
+    path(
+        "namespaces/<slug:slug>/webhooks",
+        NamespaceWebhookListView.as_view(),
+        name="api-namespace-webhooks",
+    ),
+    path("webhooks/<int:pk>", WebhookDetailView.as_view(), name="api-webhook"),
+    path(
+        "webhooks/<int:pk>/deliveries",
+        WebhookDeliveryListView.as_view(),
+        name="api-webhook-deliveries",
+    ),
+    path(
+        "webhooks/deliveries/<int:pk>/redeliver",
+        WebhookRedeliverView.as_view(),
+        name="api-webhook-redeliver",
     ),
     path("memories", MemoryListView.as_view(), name="api-memories"),
     path("memories/bulk", MemoryBulkView.as_view(), name="api-memories-bulk"),
@@ -69,6 +91,23 @@ pages = [
     path("namespaces/new", views.namespace_create, name="namespace-create"),
     path("namespaces/<slug:slug>/", views.namespace_detail, name="namespace-detail"),
     path("namespaces/<slug:slug>/update", views.namespace_update, name="namespace-update"),
+    path("namespaces/<slug:slug>/webhooks/new", views.webhook_create, name="webhook-create"),
+    path("namespaces/<slug:slug>/webhooks/<int:pk>/", views.webhook_detail, name="webhook-detail"),
+    path(
+        "namespaces/<slug:slug>/webhooks/<int:pk>/toggle",
+        views.webhook_toggle,
+        name="webhook-toggle",
+    ),
+    path(
+        "namespaces/<slug:slug>/webhooks/<int:pk>/delete",
+        views.webhook_delete,
+        name="webhook-delete",
+    ),
+    path(
+        "namespaces/<slug:slug>/webhooks/deliveries/<int:pk>/redeliver",
+        views.webhook_redeliver,
+        name="webhook-redeliver",
+    ),
     path("tokens/", views.token_list, name="token-list"),
     path("tokens/new", views.token_create, name="token-create"),
     path("tokens/<int:pk>/revoke", views.token_revoke, name="token-revoke"),

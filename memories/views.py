@@ -36,9 +36,18 @@ from memories.forms import (
     SupersededByForm,
     SupersedeForm,
     TokenForm,
+    WebhookForm,
     add_service_errors,
 )
-from memories.models import LIVE_STATUSES, ApiToken, Memory, MemoryEvent, Namespace
+from memories.models import (
+    LIVE_STATUSES,
+    ApiToken,
+    Memory,
+    MemoryEvent,
+    Namespace,
+    WebhookDelivery,
+    WebhookSubscription,
+)
 from memories.plots import decay_curve_svg
 from memories.selectors import (
     decay_thresholds,
@@ -46,6 +55,7 @@ from memories.selectors import (
     session_turns,
     superseded_by,
 )
+from memories.services import webhooks as webhook_services
 
 PAGE_SIZE = 25
 HISTORY_LIMIT = 50
@@ -354,7 +364,12 @@ def _namespace(request: HttpRequest, slug: str) -> Namespace:
 
 
 def _namespace_detail_page(
-    request: HttpRequest, namespace: Namespace, form: NamespaceSettingsForm
+    request: HttpRequest,
+    namespace: Namespace,
+    form: NamespaceSettingsForm,
+    *,
+    webhook_form: WebhookForm | None = None,
+    created_webhook: WebhookSubscription | None = None,
 ) -> HttpResponse:
     counts = dict(
         Memory.objects.filter(namespace=namespace)
@@ -369,6 +384,9 @@ def _namespace_detail_page(
         "counts": [(label, counts.get(value, 0)) for value, label in Memory.Status.choices],
         "weights": namespace.ranking_weights(),
         "decay": namespace.decay_params(),
+        "webhooks": WebhookSubscription.objects.filter(namespace=namespace).order_by("id"),
+        "webhook_form": webhook_form or WebhookForm(),
+        "created_webhook": created_webhook,
     }
     return render_page(request, "memories/namespace_detail.html", context)
 
@@ -452,3 +470,83 @@ def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     if getattr(request, "htmx", None):
         return _token_page(request, TokenForm(owner=request.user))
     return redirect("token-list")
+
+
+# --- Webhooks (docs/webhooks.md) ---------------------------------------------------------
+
+
+def _webhook(request: HttpRequest, slug: str, pk: int) -> WebhookSubscription:
+    namespace = _namespace(request, slug)
+    return get_object_or_404(WebhookSubscription.objects.filter(namespace=namespace), pk=pk)
+
+
+@require_POST
+@login_required
+def webhook_create(request: HttpRequest, slug: str) -> HttpResponse:
+    """Subscribe a URL; the page that answers shows its secret, this once."""
+    namespace = _namespace(request, slug)
+    form = WebhookForm(request.POST)
+    if form.is_valid():
+        try:
+            created = webhook_services.webhook_subscription_create(
+                namespace=namespace, **form.cleaned_data
+            )
+        except ValidationError as error:
+            add_service_errors(form, error)
+        else:
+            return _namespace_detail_page(
+                request,
+                namespace,
+                NamespaceSettingsForm(namespace=namespace),
+                created_webhook=created,
+            )
+    return _namespace_detail_page(
+        request, namespace, NamespaceSettingsForm(namespace=namespace), webhook_form=form
+    )
+
+
+@require_POST
+@login_required
+def webhook_toggle(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Enable (clearing its failures) or disable a subscription."""
+    subscription = _webhook(request, slug, pk)
+    webhook_services.webhook_subscription_update(
+        subscription=subscription, changes={"enabled": not subscription.enabled}
+    )
+    state = "disabled" if subscription.enabled else "enabled"
+    messages.success(request, f"Webhook {subscription.url} {state}.")
+    return see_other(safe_next(request, reverse("namespace-detail", args=[slug])))
+
+
+@require_POST
+@login_required
+def webhook_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    subscription = _webhook(request, slug, pk)
+    webhook_services.webhook_subscription_delete(subscription=subscription)
+    messages.success(request, f"Webhook {subscription.url} deleted.")
+    return see_other(reverse("namespace-detail", args=[slug]))
+
+
+@require_GET
+@login_required
+def webhook_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """A subscription's delivery log, newest first, a page at a time."""
+    subscription = _webhook(request, slug, pk)
+    deliveries = WebhookDelivery.objects.filter(subscription=subscription).order_by("-id")
+    page = Paginator(deliveries, 50).get_page(request.GET.get("page"))
+    context = {"namespace": subscription.namespace, "subscription": subscription, "page": page}
+    return render_page(request, "memories/webhook_detail.html", context, partial="log")
+
+
+@require_POST
+@login_required
+def webhook_redeliver(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    namespace = _namespace(request, slug)
+    delivery = get_object_or_404(
+        WebhookDelivery.objects.filter(subscription__namespace=namespace), pk=pk
+    )
+    webhook_services.webhook_delivery_redeliver(delivery=delivery)
+    messages.success(request, f"Delivery {delivery.webhook_id} queued again.")
+    return see_other(
+        safe_next(request, reverse("webhook-detail", args=[slug, delivery.subscription_id]))
+    )

@@ -7,6 +7,7 @@ from typing import Any
 from config.queue import enqueue
 from memories.models import BackgroundRun
 from memories.tasks import run_recorded
+from review.webhooks import review_due_webhooks_run
 from review.worker import simulated_recall_run
 
 
@@ -22,3 +23,8 @@ def simulated_recall(namespace_id: int | None = None) -> dict[str, Any]:
 def simulated_recall_enqueue(*, namespace_id: int | None = None) -> None:
     """Ask the worker for a simulated recall pass after the current transaction commits."""
     enqueue("review.tasks.simulated_recall", namespace_id)
+
+
+def review_due_webhooks() -> dict[str, Any]:
+    """Scheduled: review.due to the webhooks of namespaces with due cards, once a day."""
+    return review_due_webhooks_run()

@@ -12,7 +12,7 @@ from memories import services
 from memories.models import Namespace
 
 # Fixtures shared across apps' tests: the dashboard's data (personal, theirs, ada_client).
-pytest_plugins = ["tests.support.dashboard", "tests.support.background"]
+pytest_plugins = ["tests.support.dashboard", "tests.support.background", "tests.support.receiver"]
 
 # What a refused request may still write, by design: the session, django-axes' record of
 # failed sign-ins, and a token's last use (stamped on its first request in a window,

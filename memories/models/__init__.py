@@ -10,6 +10,7 @@ sketches.py        MemorySketch: near-duplicate sketch keys
 digests.py         Consolidation (digests) and quotes_hidden
 tokens.py          ApiToken and ApiTokenQuerySet
 runs.py            BackgroundRun, and ImportChunk (a queued import's spooled body)
+webhooks.py        WebhookSubscription, WebhookDelivery (the delivery log), WEBHOOK_EVENTS
 
 Each module imports only those before it in that list, so the package has no import cycle.
 The imports below keep that order too: Django registers the models in the order they are
@@ -32,6 +33,12 @@ from memories.models.sketches import MemorySketch
 from memories.models.digests import Consolidation, quotes_hidden
 from memories.models.tokens import ApiToken, ApiTokenQuerySet
 from memories.models.runs import BackgroundRun, ImportChunk
+from memories.models.webhooks import (
+    WEBHOOK_EVENTS,
+    WebhookDelivery,
+    WebhookSubscription,
+    WebhookSubscriptionQuerySet,
+)
 
 # isort: on
 
@@ -40,6 +47,7 @@ __all__ = [
     "MODE_WEIGHTS",
     "POSITION_MAX",
     "SESSION_ID_LENGTH",
+    "WEBHOOK_EVENTS",
     "ApiToken",
     "ApiTokenQuerySet",
     "Association",
@@ -56,6 +64,9 @@ __all__ = [
     "Namespace",
     "Relation",
     "RelationQuerySet",
+    "WebhookDelivery",
+    "WebhookSubscription",
+    "WebhookSubscriptionQuerySet",
     "derived_level",
     "quotes_hidden",
 ]

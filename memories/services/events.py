@@ -8,8 +8,10 @@ from typing import Any
 
 from django.utils import timezone
 
+from memories.bulk import insert_rows
 from memories.models import Classification, Memory, MemoryEvent
 from memories.services.fields import SNAPSHOT_FIELDS
+from memories.services.webhooks import memory_event_rows_announce, memory_events_announce
 
 
 def memory_snapshot(memory: Memory, fields: Iterable[str] = SNAPSHOT_FIELDS) -> dict[str, Any]:
@@ -37,8 +39,9 @@ def memory_event_record(
 ) -> MemoryEvent:
     """One history event. It carries the memory's level as it is written (or the higher
     level of a change of level): what is written while a memory sits above a caller's
-    ceiling stays hidden from that caller, whatever the memory's level later."""
-    return MemoryEvent.objects.create(
+    ceiling stays hidden from that caller, whatever the memory's level later. Its webhooks
+    are addressed in the same transaction (memories.services.webhooks)."""
+    event = MemoryEvent.objects.create(
         namespace_id=memory.namespace_id,
         memory=memory,
         memory_ref=memory.pk,
@@ -50,6 +53,8 @@ def memory_event_record(
         classification=memory.classification if classification is None else classification,
         created_at=now or timezone.now(),
     )
+    memory_events_announce([event])
+    return event
 
 
 EVENT_COLUMNS = (
@@ -81,3 +86,9 @@ def created_event_rows(memories: Iterable[Memory], actor, source: str) -> list[t
         )
         for memory in memories
     ]
+
+
+def memory_events_insert(rows: list[tuple]) -> None:
+    """Insert history rows of EVENT_COLUMNS set-based (the bulk path), with their webhooks."""
+    insert_rows(MemoryEvent, EVENT_COLUMNS, rows)
+    memory_event_rows_announce(rows, EVENT_COLUMNS)

@@ -16,7 +16,7 @@ from django.db.models import F
 from django.db.models.functions import Least
 from django.utils import timezone
 
-from memories.bulk import insert_new, insert_rows, writer
+from memories.bulk import insert_new, writer
 from memories.hooks import memories_created
 from memories.models import (
     Classification,
@@ -27,9 +27,9 @@ from memories.models import (
 )
 from memories.services.duplicates import count_duplicate_uses, duplicates_lock, live_duplicates
 from memories.services.events import (
-    EVENT_COLUMNS,
     created_event_rows,
     memory_event_record,
+    memory_events_insert,
     memory_snapshot,
 )
 from memories.services.fields import (
@@ -465,7 +465,7 @@ BULK_CHUNK = 100
 
 
 def _events_and_announce(built: list[Memory], event_rows: list[tuple]) -> None:
-    insert_rows(MemoryEvent, EVENT_COLUMNS, event_rows)
+    memory_events_insert(event_rows)  # with their webhooks
     memories_created.send(sender=Memory, memories=built)
 
 

@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memories.models import Association, Memory, MemoryEvent
+from memories.services.webhooks import memory_events_announce
 
 SUPERSEDES = "supersedes"  # the kind of the link from a memory to one it replaces
 
@@ -73,7 +74,7 @@ def validity_end(
     still_valid = Q(valid_until__isnull=True) | Q(valid_until__gt=ends)
     ended = list(Memory.objects.filter(still_valid, pk__in=[m.pk for m in memories]))
     Memory.objects.filter(pk__in=[m.pk for m in ended]).update(valid_until=ends)
-    MemoryEvent.objects.bulk_create(
+    events = MemoryEvent.objects.bulk_create(
         MemoryEvent(
             namespace_id=memory.namespace_id,
             memory=memory,
@@ -88,6 +89,7 @@ def validity_end(
         )
         for memory in ended
     )
+    memory_events_announce(events)
     for memory in ended:
         memory.valid_until = ends
     Association.objects.bulk_create(

@@ -41,6 +41,8 @@ from memories.models import (
     MemoryEvent,
     Namespace,
     Relation,
+    WebhookDelivery,
+    WebhookSubscription,
 )
 from recall.models import RecallEvent, TermStat
 from review.models import Card, ReviewLog, StudySession, StudySessionItem
@@ -115,6 +117,13 @@ def row(namespace, make_memory, user):
             made[StudySession] = StudySession.objects.create(namespace=namespace, user=user)
         return made[StudySession]
 
+    def subscription() -> WebhookSubscription:
+        if WebhookSubscription not in made:
+            made[WebhookSubscription] = WebhookSubscription.objects.create(
+                namespace=namespace, url="https://example.com/hook", secret="whsec_eA=="
+            )
+        return made[WebhookSubscription]
+
     factories = {
         Memory: memory,
         Entity: entity,
@@ -139,6 +148,14 @@ def row(namespace, make_memory, user):
             owner=user, name="t", prefix="abcdef", secret_hash="0" * 64
         ),
         BackgroundRun: lambda: BackgroundRun.objects.create(kind="sweep"),
+        WebhookSubscription: subscription,
+        WebhookDelivery: lambda: WebhookDelivery.objects.create(
+            subscription=subscription(),
+            namespace=namespace,
+            event_type="memory.created",
+            webhook_id="msg_constraints",
+            payload={},
+        ),
         ReviewLog: lambda: ReviewLog.objects.create(card=card(), namespace=namespace, grade=4),
         StudySessionItem: lambda: StudySessionItem.objects.create(
             session=session(), card=card(), position=0

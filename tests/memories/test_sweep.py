@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from memories import services as memory_services
 from memories.decay import decay_score
 from memories.models import Memory, MemoryEvent, Namespace
+from memories.services.near_duplicates import near_index_missing
 from memories.sweep import (
     SweepConfig,
     cold_rule_from_settings,
@@ -507,6 +508,7 @@ def test_history_is_written_set_based_whatever_the_number_of_changes(remember, u
         ns = memory_services.namespace_create(owner=user, name=f"Q{count}")
         for _ in range(count):
             remember(days_ago=30, namespace=ns)
+        near_index_missing(ns.pk, now=NOW)  # the worker's near-duplicate step, done
         with CaptureQueriesContext(connection) as captured:
             report = sweep_run(now=NOW, namespace=ns)
         assert report.forgotten == count

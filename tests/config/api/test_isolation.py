@@ -15,7 +15,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from memories import services
-from memories.models import BackgroundRun, Classification, Consolidation
+from memories.models import BackgroundRun, Classification, Consolidation, WebhookDelivery
+from memories.services.webhooks import webhook_subscription_create
 from memories.transfer import namespace_export
 from tests.conftest import database_rows
 from tests.support.routes import api_routes
@@ -45,6 +46,10 @@ OBJECT_FOR_ROUTE = {
     "api-cram-session": ("cram", None),
     "api-cram-answer": ("cram", "cram-answer"),
     "api-cram-finish": ("cram", {}),
+    "api-namespace-webhooks": ("namespace", {"url": "http://127.0.0.1:9/hook"}),
+    "api-webhook": ("webhook", {"enabled": False}),
+    "api-webhook-deliveries": ("webhook", None),
+    "api-webhook-redeliver": ("webhook-delivery", {}),
 }
 SESSION_ONLY = {"api-token-revoke"}
 
@@ -81,6 +86,15 @@ def world(user, other_user, make_token):
     cram = review.cram_start(namespace=ns)
     owner_token, _ = make_token(user)
     import_job = BackgroundRun.objects.create(kind=BackgroundRun.Kind.IMPORT, namespace=ns)
+    webhook = webhook_subscription_create(namespace=ns, url="http://127.0.0.1:9/hook")
+    webhook_delivery = WebhookDelivery.objects.create(
+        subscription=webhook,
+        namespace=ns,
+        event_type="memory.created",
+        webhook_id="msg_1",
+        payload={},
+        status="failed",
+    )
     services.namespace_create(owner=other_user, name="Private")  # same slug, other owner
     _, intruder_secret = make_token(other_user)
     return {
@@ -94,6 +108,8 @@ def world(user, other_user, make_token):
         "session": session,
         "cram": cram,
         "import-job": import_job,
+        "webhook": webhook,
+        "webhook-delivery": webhook_delivery,
         "session-grade": {"card": card.pk, "grade": 4},
         "cram-answer": {"card": card.pk, "correct": True},
         "import": "".join(namespace_export(namespace=ns, ceiling=3)),
