@@ -20,7 +20,7 @@ from config.serializers import StrictBooleanField, StrictCharField, StrictSerial
 from memories.api.common import ERROR_EXAMPLE, LIST_PARAMETERS, paginate
 from memories.auth import Scope
 from memories.models import WEBHOOK_EVENTS, WebhookDelivery, WebhookSubscription
-from memories.serializers import ClassificationField
+from memories.serializers import ClassificationField, page_of
 from memories.services import webhooks as services
 
 
@@ -199,7 +199,7 @@ class WebhookDetailView(APIView):
 class WebhookDeliveryListView(APIView):
     @extend_schema(
         parameters=LIST_PARAMETERS,
-        responses=DeliveryOutput(many=True),
+        responses=page_of(DeliveryOutput),
         tags=["webhooks"],
         summary="A subscription's delivery log, newest first",
     )

@@ -197,6 +197,36 @@ class Engram:
         to keep them."""
         return self._send(ops.reinforce_due(namespace, limit))
 
+    # Webhooks
+
+    def webhooks(self, slug: str) -> list[m.Webhook]:
+        """The namespace's webhook subscriptions."""
+        return self._send(ops.webhooks(slug))
+
+    def create_webhook(self, slug: str, url: str, **fields: Unpack[m.WebhookFields]) -> m.Webhook:
+        """Subscribe `url` to the namespace's events; the answer's `secret` is shown once."""
+        return self._send(ops.create_webhook(slug, url, fields))
+
+    def webhook(self, webhook_id: int) -> m.Webhook:
+        return self._send(ops.webhook(webhook_id))
+
+    def update_webhook(self, webhook_id: int, **fields: Unpack[m.WebhookFields]) -> m.Webhook:
+        """Change a subscription (enabled=True turns a disabled one back on)."""
+        return self._send(ops.update_webhook(webhook_id, fields))
+
+    def delete_webhook(self, webhook_id: int) -> None:
+        self._send(ops.delete_webhook(webhook_id))
+
+    def webhook_deliveries(
+        self, webhook_id: int, *, limit: int | None = None
+    ) -> Iterator[m.WebhookDelivery]:
+        """A subscription's delivery log, newest first, every page."""
+        return self._pages(ops.webhook_deliveries(webhook_id, limit))
+
+    def redeliver(self, delivery_id: int) -> m.WebhookDelivery:
+        """Send a delivery again, with the same webhook-id."""
+        return self._send(ops.redeliver(delivery_id))
+
     # Links and the entity graph
 
     def link(

@@ -196,6 +196,57 @@ class Reinforce:
 
 
 @dataclass(frozen=True)
+class Webhook:
+    """A namespace's webhook subscription (SubscriptionOutput); `secret` only in the answer
+    that created it (verify deliveries with the standardwebhooks library)."""
+
+    id: int
+    namespace: str
+    url: str
+    events: list[str]
+    ceiling: str
+    enabled: bool = True
+    description: str = ""
+    consecutive_failures: int = 0
+    disabled_reason: str = ""
+    disabled_at: datetime | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    secret: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class WebhookDelivery:
+    """One delivery of the log (DeliveryOutput)."""
+
+    id: int
+    event_type: str
+    webhook_id: str
+    status: str = "pending"
+    attempts: int = 0
+    memory_ref: int | None = None
+    last_response_code: int | None = None
+    last_duration_ms: int | None = None
+    last_error: str = ""
+    next_attempt_at: datetime | None = None
+    last_attempt_at: datetime | None = None
+    delivered_at: datetime | None = None
+    created_at: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+class WebhookFields(TypedDict, total=False):
+    """What a subscription's create or update may set."""
+
+    url: str
+    description: str
+    events: list[str]
+    ceiling: Classification
+    enabled: bool
+
+
+@dataclass(frozen=True)
 class Relation:
     """subject -[predicate]-> object (RelationOutput)."""
 

@@ -358,6 +358,56 @@ def update_namespace(slug: str, name: str | None, settings: m.NamespaceSettings)
     )
 
 
+def webhooks(slug: str) -> Call:
+    return Call(
+        "GET", "/namespaces/{slug}/webhooks", {"slug": slug}, result=m.Webhook, shape="list"
+    )
+
+
+def create_webhook(slug: str, url: str, fields: m.WebhookFields) -> Call:
+    return Call(
+        "POST",
+        "/namespaces/{slug}/webhooks",
+        {"slug": slug},
+        json=jsonable({"url": url, **fields}),
+        result=m.Webhook,
+    )
+
+
+def webhook(webhook_id: int) -> Call:
+    return Call("GET", "/webhooks/{id}", {"id": webhook_id}, result=m.Webhook)
+
+
+def update_webhook(webhook_id: int, fields: m.WebhookFields) -> Call:
+    return Call(
+        "PATCH", "/webhooks/{id}", {"id": webhook_id}, json=jsonable(dict(fields)), result=m.Webhook
+    )
+
+
+def delete_webhook(webhook_id: int) -> Call:
+    return Call("DELETE", "/webhooks/{id}", {"id": webhook_id}, shape="none")
+
+
+def webhook_deliveries(webhook_id: int, limit: int | None) -> Call:
+    return Call(
+        "GET",
+        "/webhooks/{id}/deliveries",
+        {"id": webhook_id},
+        params=query({"limit": limit}),
+        result=m.WebhookDelivery,
+        shape="page",
+    )
+
+
+def redeliver(delivery_id: int) -> Call:
+    return Call(
+        "POST",
+        "/webhooks/deliveries/{id}/redeliver",
+        {"id": delivery_id},
+        result=m.WebhookDelivery,
+    )
+
+
 def export_namespace(slug: str) -> Call:
     return Call("GET", "/namespaces/{slug}/export", {"slug": slug}, shape="lines")
 
