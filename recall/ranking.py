@@ -15,6 +15,7 @@ passes `now`, the time zone and each namespace's weights and decay parameters).
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 from collections import deque
 from collections.abc import Iterable
@@ -252,10 +253,11 @@ def text_near_duplicates(
     it is written). Signatures are compared first, every pair at once; only the few pairs
     that agree have their texts' trigrams compared."""
     comparing = set(namespaces)
-    best = sorted(
+    best = heapq.nsmallest(
+        pool,
         (c for c in candidates.values() if c.row["namespace_id"] in comparing),
         key=lambda c: (-c.final, c.memory_id),
-    )[:pool]
+    )
     signed = [c for c in best if c.row.get("signature")]
     width = max((len(c.row["signature"]) for c in signed), default=0)  # SIGNATURE_BITS / 8
     signed = [c for c in signed if len(c.row["signature"]) == width and width % 8 == 0]
