@@ -358,7 +358,9 @@ class MemoryFilterForm(DashboardForm):
 
 
 class WebhookForm(DashboardForm):
-    """A new webhook subscription of a namespace (the services check the URL)."""
+    """A new webhook subscription of a namespace (the services check the URL). Its ids
+    are its own: it shares the namespace page with the settings form, which also has a
+    description."""
 
     url = forms.URLField(
         label="URL", max_length=2000, assume_scheme="https", help_text="Where events are POSTed."
@@ -376,3 +378,15 @@ class WebhookForm(DashboardForm):
         help_text="Nothing above this level is ever sent.",
     )
     description = forms.CharField(max_length=200, required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "id_webhook_%s")
+        super().__init__(*args, **kwargs)
+
+    def focus_first_error(self) -> None:
+        """Autofocus the first field with an error: the page that shows the errors (or
+        the section htmx swaps in) puts a keyboard user on the mistake."""
+        for name, field in self.fields.items():
+            if name in self.errors:
+                field.widget.attrs["autofocus"] = True
+                return

@@ -388,7 +388,13 @@ def _namespace_detail_page(
         "webhook_form": webhook_form or WebhookForm(),
         "created_webhook": created_webhook,
     }
-    return render_page(request, "memories/namespace_detail.html", context)
+    # The webhook forms post with htmx and swap in the section (a reload of the page then
+    # asks for it again, without posting or showing the secret).
+    response = render_page(request, "memories/namespace_detail.html", context, partial="webhooks")
+    if created_webhook:
+        # The secret is in this response only: no cache may keep a copy.
+        add_never_cache_headers(response)
+    return response
 
 
 @require_GET
@@ -500,6 +506,7 @@ def webhook_create(request: HttpRequest, slug: str) -> HttpResponse:
                 NamespaceSettingsForm(namespace=namespace),
                 created_webhook=created,
             )
+    form.focus_first_error()
     return _namespace_detail_page(
         request, namespace, NamespaceSettingsForm(namespace=namespace), webhook_form=form
     )

@@ -162,6 +162,12 @@ class SessionOutput(serializers.Serializer):
     score = serializers.DictField(required=False)
 
 
+class AgentReinforcementOutput(serializers.Serializer):
+    simulated = serializers.IntegerField(help_text="The simulated recall worker's grades")
+    implicit = serializers.IntegerField(help_text="Agents' recalls of due memories")
+    today = serializers.IntegerField(help_text="Both sources, today in tz")
+
+
 class StatsOutput(serializers.Serializer):
     total = serializers.IntegerField()
     due_today = serializers.IntegerField()
@@ -176,6 +182,9 @@ class StatsOutput(serializers.Serializer):
     reviews_per_day = serializers.ListField(child=serializers.DictField())
     forecast = serializers.ListField(child=serializers.DictField())
     decks = serializers.ListField(child=serializers.DictField())
+    agent_reinforcement = AgentReinforcementOutput(
+        help_text="Grades that were not the person's (not counted in the figures above)"
+    )
 
 
 def _days(delta: timedelta) -> float:
@@ -466,7 +475,8 @@ class StatsView(APIView):
         parameters=[StatsQuery],
         responses=StatsOutput,
         tags=["review"],
-        summary="Cards, retention, streak, reviews per day and the 14-day forecast",
+        summary="Cards, the person's reviews, retention, streak and reviews per day, agent "
+        "reinforcement apart, and the 14-day forecast",
     )
     def get(self, request: Request) -> Response:
         scope = Scope.of(request)
@@ -496,6 +506,11 @@ class StatsView(APIView):
                     {"date": d.isoformat(), "reviews": n} for d, n in stats.reviews_per_day
                 ],
                 "forecast": [{"date": d.isoformat(), "due": n} for d, n in stats.forecast],
+                "agent_reinforcement": {
+                    "simulated": stats.agent_reinforcement.simulated,
+                    "implicit": stats.agent_reinforcement.implicit,
+                    "today": stats.agent_reinforcement.today,
+                },
                 "decks": [
                     {
                         "deck": s.deck,

@@ -160,7 +160,7 @@ def _stats_context(
     return {
         "selected": namespace,
         "stats": stats,
-        "reviews_today": stats.reviews_per_day[-1][1] if stats.reviews_per_day else 0,
+        "reviews_today": stats.reviews_today,
         "reviews_plot": reviews_per_day_svg(stats.reviews_per_day),
         "forecast_plot": forecast_svg(stats.forecast),
         "histogram_plot": decay_histogram_svg(
@@ -297,7 +297,7 @@ def _study_context(
             namespace=session.namespace, tz=user_tz(), now=now, ceiling=ceiling
         )
         context["stats"] = stats
-        context["reviews_today"] = stats.reviews_per_day[-1][1] if stats.reviews_per_day else 0
+        context["reviews_today"] = stats.reviews_today
     return context
 
 

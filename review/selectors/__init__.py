@@ -37,10 +37,13 @@ from review.selectors.sessions import (
     study_sessions_visible,
 )
 from review.selectors.statistics import (
+    AGENT_SOURCES,
     FORECAST_DAYS,
     LEARNED_REPETITIONS,
+    PERSON_SOURCE,
     RETENTION_RECENT_DAYS,
     REVIEWS_PER_DAY_DAYS,
+    AgentReinforcement,
     DeckStats,
     ReviewStats,
     counted_logs,
@@ -49,12 +52,15 @@ from review.selectors.statistics import (
 )
 
 __all__ = [
+    "AGENT_SOURCES",
     "DEFAULT_QUEUE_LIMIT",
     "FORECAST_DAYS",
     "LEARNED_REPETITIONS",
+    "PERSON_SOURCE",
     "QUEUE_WINDOW_FACTOR",
     "RETENTION_RECENT_DAYS",
     "REVIEWS_PER_DAY_DAYS",
+    "AgentReinforcement",
     "CramScore",
     "DeckStats",
     "QueueItem",

@@ -1,5 +1,9 @@
 """Deck overviews and review statistics: counts, retention, streak, reviews per day and the
-due forecast, each aggregated in SQL over the user's local days."""
+due forecast, each aggregated in SQL over the user's local days.
+
+Statistics are the person's: reviews, retention, streak and reviews per day count only
+grades whose source is the person (`PERSON_SOURCE`); the simulated worker's and agents'
+implicit grades are counted apart, as `AgentReinforcement`."""
 
 from __future__ import annotations
 
@@ -21,6 +25,9 @@ LEARNED_REPETITIONS = 2
 REVIEWS_PER_DAY_DAYS = 30
 FORECAST_DAYS = 14
 RETENTION_RECENT_DAYS = 30
+# The one rule for "the person's grades": a button pressed by a person (docs/review.md).
+PERSON_SOURCE = ReviewLog.Source.HUMAN
+AGENT_SOURCES = (ReviewLog.Source.SIMULATED, ReviewLog.Source.IMPLICIT)
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,20 @@ def deck_statistics(
 
 
 @dataclass(frozen=True)
+class AgentReinforcement:
+    """Counted grades that were not the person's: the simulated recall worker's and agents'
+    implicit ones (all time, and today for both together)."""
+
+    simulated: int = 0
+    implicit: int = 0
+    today: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.simulated + self.implicit
+
+
+@dataclass(frozen=True)
 class ReviewStats:
     """Statistics of a namespace or one of its decks; see docs/review.md for definitions."""
 
@@ -83,6 +104,11 @@ class ReviewStats:
     streak: int
     reviews_per_day: list[tuple[date, int]] = field(default_factory=list)
     forecast: list[tuple[date, int]] = field(default_factory=list)
+    agent_reinforcement: AgentReinforcement = field(default_factory=AgentReinforcement)
+
+    @property
+    def reviews_today(self) -> int:
+        return self.reviews_per_day[-1][1] if self.reviews_per_day else 0
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -90,13 +116,19 @@ def _ratio(part: int, whole: int) -> float | None:
 
 
 def counted_logs(
-    *, namespace: Namespace, deck: str | None = None, ceiling: int | None = None
+    *,
+    namespace: Namespace,
+    deck: str | None = None,
+    ceiling: int | None = None,
+    person_only: bool = True,
 ) -> QuerySet[ReviewLog]:
-    """Grades that count in statistics: scheduling grades that were not undone (of memories
-    within the caller's ceiling)."""
+    """Grades that count in statistics: the person's scheduling grades that were not undone
+    (of memories within the caller's ceiling); every source's with person_only=False."""
     logs = ReviewLog.objects.filter(
         namespace=namespace, mode=ReviewLog.Mode.NORMAL, undone_at__isnull=True
     )
+    if person_only:
+        logs = logs.filter(source=PERSON_SOURCE)
     if ceiling is not None:
         logs = logs.filter(card__memory__classification__lte=ceiling)
     return logs if deck is None else logs.filter(card__memory__topic=deck)
@@ -125,16 +157,25 @@ def review_statistics(
 
     logs = counted_logs(namespace=namespace, deck=deck, ceiling=ceiling)
     window_start = day_start(today - timedelta(days=REVIEWS_PER_DAY_DAYS - 1), tz)
-    totals = logs.aggregate(
-        reviews=Count("id"),
-        passed=Count("id", filter=Q(grade__gte=PASSING_QUALITY)),
-        recent=Count("id", filter=Q(reviewed_at__gte=window_start, reviewed_at__lt=tomorrow)),
-        recent_passed=Count(
+    person = Q(source=PERSON_SOURCE)
+    recent = Q(reviewed_at__gte=window_start, reviewed_at__lt=tomorrow)
+    # One pass over every source's counted grades: the person's figures and, apart, the
+    # agents' reinforcement.
+    totals = counted_logs(
+        namespace=namespace, deck=deck, ceiling=ceiling, person_only=False
+    ).aggregate(
+        reviews=Count("id", filter=person),
+        passed=Count("id", filter=person & Q(grade__gte=PASSING_QUALITY)),
+        recent=Count("id", filter=person & recent),
+        recent_passed=Count("id", filter=person & recent & Q(grade__gte=PASSING_QUALITY)),
+        simulated=Count("id", filter=Q(source=ReviewLog.Source.SIMULATED)),
+        implicit=Count("id", filter=Q(source=ReviewLog.Source.IMPLICIT)),
+        agent_today=Count(
             "id",
             filter=Q(
-                reviewed_at__gte=window_start,
+                source__in=AGENT_SOURCES,
+                reviewed_at__gte=day_start(today, tz),
                 reviewed_at__lt=tomorrow,
-                grade__gte=PASSING_QUALITY,
             ),
         ),
     )
@@ -159,6 +200,11 @@ def review_statistics(
         streak=_streak(logs=logs, tz=tz, today=today, tomorrow=tomorrow),
         reviews_per_day=reviews_per_day,
         forecast=_forecast(cards=cards, tz=tz, today=today, due_today=counts["due_today"]),
+        agent_reinforcement=AgentReinforcement(
+            simulated=totals["simulated"],
+            implicit=totals["implicit"],
+            today=totals["agent_today"],
+        ),
     )
 
 

@@ -5,7 +5,8 @@ from django.db.models import F
 
 from memories import services
 from memories.models import Classification, Memory, Namespace
-from review.models import Card, StudySession, StudySessionItem
+from review import services as review_services
+from review.models import Card, ReviewLog, StudySession, StudySessionItem
 
 pytestmark = pytest.mark.django_db
 
@@ -462,3 +463,21 @@ def test_review_errors_name_the_field_the_client_sent(
         nothing = person.post(f"/api/v1/review/cards/{card.pk}/undo")
     assert finished.status_code == 409 and "fields" not in finished.json()["error"]
     assert nothing.status_code == 409 and "fields" not in nothing.json()["error"]
+
+
+def test_stats_are_the_persons_and_agent_reinforcement_is_apart(person, namespace, deck):
+    cards = list(Card.objects.filter(memory__in=deck).order_by("pk"))
+    for card in cards:
+        review_services.card_grade(card=card, grade=4, source=ReviewLog.Source.SIMULATED)
+    review_services.card_grade(card=cards[0], grade=5, source=ReviewLog.Source.IMPLICIT)
+
+    before = person.get("/api/v1/review/stats", {"namespace": namespace.slug}).json()
+    person.post(f"/api/v1/review/cards/{cards[1].pk}/grade", {"grade": 1}, format="json")
+    after = person.get("/api/v1/review/stats", {"namespace": namespace.slug}).json()
+
+    assert (before["reviews"], before["retention"], before["streak"]) == (0, None, 0)
+    assert before["reviews_per_day"][-1]["reviews"] == 0
+    assert before["agent_reinforcement"] == {"simulated": 3, "implicit": 1, "today": 4}
+    assert (after["reviews"], after["retention"], after["streak"]) == (1, 0.0, 1)
+    assert after["reviews_per_day"][-1]["reviews"] == 1
+    assert after["agent_reinforcement"] == before["agent_reinforcement"]
