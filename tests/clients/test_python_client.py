@@ -591,7 +591,12 @@ def test_every_method_against_the_server(server, secret):
             client.grade(card.id, "good", version=card.version)
         assert stale.value.code == "grade_conflict"
         assert client.undo(card.id).card == card.id
-        assert client.review_stats(main.slug).total >= 1
+        stats = client.review_stats(main.slug)
+        assert stats.total >= 1 and set(stats.agent_reinforcement) == {
+            "simulated",
+            "implicit",
+            "today",
+        }
         session = client.start_session(main.slug, limit=5)
         assert session.next_card is not None and session.mode == "study"
         session = client.session_grade(session.id, session.next_card.id, 5)

@@ -425,6 +425,9 @@ class ReviewStats:
     reviews_per_day: list[dict[str, Any]]
     forecast: list[dict[str, Any]]
     decks: list[dict[str, Any]]
+    # Grades that were not the person's (the simulated worker's, agents' implicit ones):
+    # {"simulated", "implicit", "today"}; not counted in the figures above.
+    agent_reinforcement: dict[str, int] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
