@@ -366,6 +366,10 @@ def test_it_creates_a_token_uses_it_and_revokes_it(page, live_server, user, cons
     assert page.locator("[data-secret]").count() == 0  # shown once only
     assert "ago" in page.locator("[data-token]").first.inner_text()  # last used
 
+    # Revoking asks first: the first click only opens the question, by keyboard too.
+    page.locator("[data-token] summary").first.focus()
+    page.keyboard.press("Enter")
+    assert _api_status(memories_url, secret) == 200  # nothing revoked yet
     page.get_by_role("button", name="Revoke agent-42").click()
     page.locator("[data-token] .badge-bad").wait_for()
     shot(page, "tokens")
