@@ -14,10 +14,23 @@
   }
 
   /* On a card ([data-hotkeys]): space or enter reveal the answer; then any button with a
-     data-key attribute answers to that key (1-4 grade, u undo, ...). */
+     data-key attribute answers to that key (1-4 grade, u undo, ...). "?" anywhere opens
+     (or closes) the keyboard help in the footer. */
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
     if (typing(event.target)) return;
+    if (event.key === "?") {
+      var help = document.getElementById("keyboard-help");
+      if (help) {
+        event.preventDefault();
+        help.open = !help.open;
+        if (help.open) {
+          help.querySelector("summary").focus();
+          help.scrollIntoView({ block: "nearest" });
+        }
+      }
+      return;
+    }
     var card = document.querySelector("[data-hotkeys]");
     if (!card) return;
     var answer = card.querySelector("details.answer");

@@ -144,6 +144,13 @@ def test_it_logs_in_and_reviews_three_due_cards_with_the_keyboard(page, study, u
     assert stat(page, "due-today") == "3"
     assert stat(page, "reviews-today") == "0"
     shot(page, "home")
+    # "?" opens the keyboard help from anywhere, and closes it again.
+    help_ = page.locator("#keyboard-help")
+    page.keyboard.press("?")
+    assert help_.evaluate("el => el.open")
+    assert "Again, Hard, Good, Easy" in help_.inner_text()
+    page.keyboard.press("?")
+    assert not help_.evaluate("el => el.open")
 
     page.get_by_role("button", name="Study all of Study").focus()
     page.keyboard.press("Enter")
