@@ -216,11 +216,21 @@ def memory_restore(request: HttpRequest, pk: int) -> HttpResponse:
 def memory_boost(request: HttpRequest, pk: int) -> HttpResponse:
     """Count a use and strengthen the memory (x1.1, capped), as an agent's touch would."""
     memory = _memory(request, pk)
+    now = timezone.now()
+    params = memory.namespace.decay_params()
+    before = (memory.use_count, memory.strength, memory.decay_score(now, params))
     touched = services.memory_touch(
         memory=memory, boost_strength=True, actor=request.user, source=DASHBOARD_SOURCE
     )
+    touched.namespace = memory.namespace
+    after = touched.decay_score(timezone.now(), params)
+    # Say what changed and why: people saw a score double without a word (issue 17).
     messages.success(
-        request, f"Boosted: strength {touched.strength:.2f}, {touched.use_count} uses."
+        request,
+        f"Boosted: one more use ({before[0]} → {touched.use_count}), strength "
+        f"{before[1]:.2f} → {touched.strength:.2f} and used just now, so the decay score "
+        f"went {before[2]:.2f} → {after:.2f} (uses count as (n+1)^{params.beta:g}, "
+        "times strength, times the time-decay since the last use).",
     )
     return see_other(safe_next(request, reverse("memory-detail", args=[memory.pk])))
 

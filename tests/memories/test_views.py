@@ -136,10 +136,15 @@ def test_forget_restore_and_boost(ada_client, personal, nothing_written):
     memory.refresh_from_db()
     assert memory.status == Memory.Status.ACTIVE
 
-    ada_client.post(reverse("memory-boost", args=[memory.pk]))
+    Memory.objects.filter(pk=memory.pk).update(last_used_at=timezone.now() - timedelta(days=3))
+    boosted = ada_client.post(reverse("memory-boost", args=[memory.pk]))
     memory.refresh_from_db()
     assert memory.strength == pytest.approx(1.1) and memory.use_count == 1
     assert MemoryEvent.objects.filter(memory=memory, kind="touched", source="dashboard").exists()
+    # The message says what changed and why: 0.5 (one half-life) -> 1.1 x 2^0.6 = 1.67.
+    said = messages_of(ada_client.get(boosted["Location"]))[-1]
+    assert "one more use (0 → 1)" in said and "strength 1.00 → 1.10" in said
+    assert "0.50 → 1.67" in said and "(n+1)^0.6" in said
 
 
 def test_next_never_leaves_the_site(ada_client, personal):
