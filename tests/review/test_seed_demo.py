@@ -6,6 +6,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from memories.models import Association, Memory, Namespace, Relation
+from memories.sweep import sweep_run
 from review.models import Card
 
 
@@ -29,3 +30,19 @@ def test_demo_data_is_varied_and_idempotent(db):
     now = timezone.now()
     scores = [m.decay_score(now) for m in Memory.objects.select_related("namespace")]
     assert min(scores) < 0.15 and max(scores) > 0.65  # the plots have something to show
+
+
+def test_the_first_sweep_leaves_the_demo_as_a_newcomer_finds_it(db):
+    """Its short-term memories sit between forgetting and promotion: some in the review
+    danger zone, some close to promotion; a few were forgotten by a person, with reasons."""
+    call_command("seed_demo", stdout=io.StringIO())
+    report = sweep_run(dry_run=True)
+    assert (report.forgotten, report.promoted) == (0, 0)
+    now = timezone.now()
+    short = Memory.objects.select_related("namespace").filter(tier="short_term", status="active")
+    scores = [m.decay_score(now) for m in short]
+    assert sum(0.15 <= score <= 0.35 for score in scores) >= 4  # worth reviewing
+    assert any(0.55 <= score < 0.65 for score in scores)  # about to be promoted
+    forgotten = Memory.objects.filter(status="forgotten")
+    assert forgotten.count() == 2 and all(m.forgotten_reason for m in forgotten)
+    assert all(m.last_used_at >= m.created_at for m in Memory.objects.all())

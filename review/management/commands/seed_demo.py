@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories import services
+from memories.decay import decay_score
 from memories.models import Association, Classification, Entity, Memory, Namespace, Relation
 from review.models import Card
 
@@ -370,6 +371,29 @@ RELATIONS = [
 ]
 
 
+# Decay scores (seed 003) of the demo's short-term memories, in turn: forgetting is below
+# 0.05, the review danger zone 0.15-0.35, promotion at 0.65.
+SHORT_TERM_SCORES = (0.55, 0.25, 0.42, 0.18, 0.6, 0.3, 0.1, 0.48, 0.22, 0.35, 0.08, 0.5)
+
+
+def _last_use_for(target: float, *, uses: int, strength: float, now, namespace) -> object:
+    """The last use that gives a memory the decay score `target` now (the score falls as
+    the last use recedes: bisection over a year)."""
+    params = namespace.decay_params()
+    early, late = 0.0, 365.0  # days ago
+    for _ in range(40):
+        middle = (early + late) / 2
+        score = decay_score(
+            use_count=uses,
+            last_used_at=now - timedelta(days=middle),
+            strength=strength,
+            now=now,
+            params=params,
+        )
+        early, late = (middle, late) if score > target else (early, middle)
+    return now - timedelta(days=late)
+
+
 class Command(BaseCommand):
     help = "Create the demo user and its namespaces with varied memories (idempotent)."
 
@@ -420,14 +444,35 @@ class Command(BaseCommand):
                     source="demo",
                 )
                 status = Memory.Status.ACTIVE if tier == "short_term" else Memory.Status.PROMOTED
-                # Spread last use over the past so decay scores cover the whole range.
+                strength = 1.5 if tier == "core" else 1.0
+                if tier == "short_term":
+                    # A score chosen for each, between forgetting and promotion, so the
+                    # worker's first sweep leaves them be (it forgot 9 and promoted 12 of
+                    # 34 before a newcomer clicked anything): some in the review danger
+                    # zone, some close to promotion, a few nearly gone.
+                    target = SHORT_TERM_SCORES[index % len(SHORT_TERM_SCORES)]
+                    last_used = _last_use_for(
+                        target, uses=uses, strength=strength, now=now, namespace=namespace
+                    )
+                else:
+                    last_used = now - timedelta(days=days / (uses + 1), hours=index % 5)
+                first = min(created_at, last_used - timedelta(hours=1))
                 Memory.objects.filter(pk=memory.pk).update(
                     status=status,
                     use_count=uses,
-                    last_used_at=now - timedelta(days=days / (uses + 1), hours=index % 5),
-                    strength=1.5 if tier == "core" else 1.0,
+                    last_used_at=last_used,
+                    created_at=first,
+                    valid_from=first,
+                    strength=strength,
                 )
                 made.setdefault(namespace.slug, []).append(memory)
+        # A few were let go, with the reason a person gave.
+        for memory, reason in (
+            (made[personal.slug][-1], "No longer true: we changed the supplier."),
+            (made[agent.slug][-1], "A one-off; not worth keeping."),
+        ):
+            memory.refresh_from_db()
+            services.memory_forget(memory=memory, reason=reason, source="demo")
         self._cards(personal, made[personal.slug], now)
         self._cards(agent, made[agent.slug][:6], now)
         self._links(personal, made[personal.slug])
