@@ -45,9 +45,10 @@ def next_review(cards: dict[int, Card], memory: Memory, now: datetime) -> dict[s
 
 @register.simple_tag
 def card_counts(namespaces: Iterable[Namespace]) -> dict[int, int]:
-    """How many cards each namespace has, by namespace id, in one query."""
+    """How many cards each namespace has, by namespace id, in one query: the cards review
+    may show (Card.objects.reviewable), as the home page and the statistics count them."""
     ids = [namespace.pk for namespace in namespaces]
-    rows = Card.objects.filter(namespace_id__in=ids).values("namespace_id")
+    rows = Card.objects.filter(namespace_id__in=ids).reviewable().values("namespace_id")
     return dict(rows.annotate(n=Count("id")).order_by().values_list("namespace_id", "n"))
 
 

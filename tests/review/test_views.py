@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -35,6 +36,17 @@ def test_home_shows_due_and_new_cards_per_deck_and_the_plots(ada_client, user, p
     assert 'data-threshold="0.65"' in body
     assert "1 promoted" in body  # the sweep's work, from its events
     assert response.context["background"]["runs"][0]["counts"] == [("promoted", 1)]
+
+
+def test_the_namespaces_page_counts_the_cards_home_counts(ada_client, user, personal):
+    memories = add_memories(personal, user, 9)
+    services.memory_forget(memory=memories[0], reason="wrong")  # its card sits out
+    home = ada_client.get(reverse("home")).context["overview"][0]
+    on_home = sum(deck.total for deck in home["decks"])
+    page = ada_client.get(reverse("namespace-list")).content.decode()
+    row = re.search(rf'<tr data-namespace="{personal.slug}">(.*?)</tr>', page, re.S).group(1)
+    cards = re.findall(r'<td class="num">(\d+)</td>', row)[-1]
+    assert int(cards) == on_home == 8
 
 
 def test_home_switches_namespace_with_an_htmx_partial(ada_client, user, personal):
