@@ -452,7 +452,18 @@ class NamespaceInput(StrictSerializer):
         min_value=0.001, max_value=36500, required=False, allow_null=True
     )
     decay_fast_weight = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
-    scheduler = serializers.ChoiceField(choices=Namespace.SchedulerKind.choices, required=False)
+    scheduler = serializers.ChoiceField(
+        choices=Namespace.SchedulerKind.choices,
+        required=False,
+        help_text="sm2 (default): the classic rule, an easiness factor per card multiplying "
+        "the interval; fsrs: a model of memory aiming at desired_retention, suggested for "
+        "people's namespaces.",
+    )
+    sm2_modifiers = StrictBooleanField(
+        required=False,
+        help_text="With sm2: Anki's Hard (1.2 times the last interval) and Easy (1.3 times "
+        "Good's) modifiers; default off, the seed's exact SM-2.",
+    )
     desired_retention = StrictFloatField(min_value=0.7, max_value=0.99, required=False)
     new_cards_per_day = StrictIntegerField(min_value=0, max_value=1000, required=False)
     session_links = StrictBooleanField(

@@ -5,6 +5,11 @@ this review, as SM-2 and seed 004's code sample do. EF changes by
 0.1 - (5 - q) * (0.08 + (5 - q) * 0.02), clamped to [ef_floor, ef_ceiling].
 Intervals stop at max_interval_days (100 years by default, as FSRS): uncapped, they grow
 by EF each pass and the 17th consecutive pass overflowed the calendar.
+
+In that exact SM-2 the grade only moves EF, so Hard, Good and Easy schedule the same next
+interval. With `modifiers` (Anki's, a namespace's choice) the buttons differ at once: Hard
+gives HARD_FACTOR times the previous interval, Easy gives EASY_BONUS times Good's (EASY_FIRST
+days for a card's first pass), Good and Again stay SM-2's.
 """
 
 from __future__ import annotations
@@ -26,6 +31,11 @@ DEFAULT_MAX_INTERVAL_DAYS = 36_500
 # The last instant a card may be due: config.bounds.DATETIME_MAX, the latest datetime
 # every database column and time zone round-trip. Due dates saturate here.
 LATEST_DUE = datetime(9999, 12, 30, tzinfo=UTC)
+
+# Anki's SM-2 modifiers (SM2Config.modifiers): Hard and Easy mean something at once.
+HARD_FACTOR = 1.2
+EASY_BONUS = 1.3
+EASY_FIRST_DAYS = 4
 
 # Priority weights: lateness dominates, difficulty next, fragility last; they sum to 1.
 OVERDUE_WEIGHT = 0.5
@@ -66,6 +76,7 @@ class SM2Config:
     ef_ceiling: float = 2.5
     ef_on_failure: EfOnFailure = "update"
     max_interval_days: int = DEFAULT_MAX_INTERVAL_DAYS
+    modifiers: bool = False  # Anki's Hard and Easy modifiers (module docstring)
 
     def __post_init__(self) -> None:
         require_finite("ef_floor", self.ef_floor)
@@ -97,12 +108,31 @@ def easiness_delta(quality: int) -> float:
 
 
 def next_interval_days(
-    state: SM2State, quality: int, *, max_days: int = DEFAULT_MAX_INTERVAL_DAYS
+    state: SM2State,
+    quality: int,
+    *,
+    max_days: int = DEFAULT_MAX_INTERVAL_DAYS,
+    modifiers: bool = False,
 ) -> int:
-    """Days until the next review after grading `state` with `quality`, at most max_days."""
+    """Days until the next review after grading `state` with `quality`, at most max_days;
+    `modifiers`: Anki's Hard and Easy (module docstring)."""
     easiness = require_finite("easiness", state.easiness)
-    if validate_quality(quality) < PASSING_QUALITY:
+    quality = validate_quality(quality)
+    if quality < PASSING_QUALITY:
         return 1
+    good = _good_interval(state, easiness, max_days)
+    if not modifiers or quality == Button.GOOD:
+        return good
+    if quality == Button.EASY:
+        easy = EASY_FIRST_DAYS if state.repetitions == 0 else good * EASY_BONUS
+        return min(max_days, max(good + 1, math.ceil(round(easy, 9))))
+    # Hard: a little more than the last interval, never more than Good's.
+    previous = min(max(state.interval_days, 1), max_days)
+    hard = math.ceil(round(previous * HARD_FACTOR, 9)) if state.repetitions else 1
+    return min(good, max(1, hard))
+
+
+def _good_interval(state: SM2State, easiness: float, max_days: int) -> int:
     if state.repetitions == 0:
         return 1
     if state.repetitions == 1:
@@ -126,7 +156,9 @@ def due_after(now: datetime, days: int) -> datetime:
 def sm2_update(state: SM2State, quality: int, *, now: datetime, config: SM2Config) -> SM2State:
     """Grade a card: the new interval, repetition count, EF and due date."""
     quality = validate_quality(quality)
-    interval = next_interval_days(state, quality, max_days=config.max_interval_days)
+    interval = next_interval_days(
+        state, quality, max_days=config.max_interval_days, modifiers=config.modifiers
+    )
     passed = quality >= PASSING_QUALITY
     if passed or config.ef_on_failure == "update":
         easiness = state.easiness + easiness_delta(quality)
@@ -174,7 +206,8 @@ def priority_score(state: SM2State, now: datetime, *, config: SM2Config | None =
 
 def preview_intervals(state: SM2State, *, now: datetime, config: SM2Config) -> dict[Button, int]:
     """Days each button would schedule; Hard, Good and Easy agree in classic SM-2 because
-    the grade only changes EF, which affects the review after next."""
+    the grade only changes EF, which affects the review after next (not so with
+    config.modifiers)."""
     return {
         button: sm2_update(state, int(button), now=now, config=config).interval_days
         for button in Button

@@ -99,7 +99,18 @@ class Namespace(models.Model):
 
     # Review scheduling (seeds 000 and 004).
     scheduler = models.CharField(
-        max_length=10, choices=SchedulerKind.choices, default=SchedulerKind.SM2
+        max_length=10,
+        choices=SchedulerKind.choices,
+        default=SchedulerKind.SM2,
+        help_text="SM-2: the classic rule, an easiness factor per card multiplying the "
+        "interval. FSRS: a model of your memory that aims at the retention you ask for; "
+        "suggested for a person's own namespace.",
+    )
+    sm2_modifiers = models.BooleanField(
+        default=False,
+        help_text="With SM-2, Anki's modifiers: Hard gives 1.2 times the last interval, "
+        "Easy 1.3 times Good's, so each button schedules its own interval. Off: the "
+        "seed's exact SM-2, where the grade only moves the easiness factor.",
     )
     desired_retention = models.FloatField(
         default=0.9, validators=[validate_finite, MinValueValidator(0.7), MaxValueValidator(0.99)]

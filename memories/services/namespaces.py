@@ -49,6 +49,7 @@ NAMESPACE_EDITABLE_FIELDS = (
     "decay_slow_half_life_days",
     "decay_fast_weight",
     "scheduler",
+    "sm2_modifiers",
     "desired_retention",
     "new_cards_per_day",
     "session_links",

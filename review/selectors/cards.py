@@ -11,12 +11,14 @@ from review.schedulers import CardState, Scheduler, get_scheduler
 from review.sm2 import SM2Config
 
 
-def sm2_config() -> SM2Config:
-    """SM-2 bounds from settings, read here so the pure module never reads settings."""
+def sm2_config(*, modifiers: bool = False) -> SM2Config:
+    """SM-2 bounds from settings, read here so the pure module never reads settings;
+    `modifiers`: the namespace's choice of Anki's Hard and Easy (Namespace.sm2_modifiers)."""
     return SM2Config(
         ef_ceiling=settings.SM2_EF_CEILING,
         ef_on_failure=settings.SM2_EF_ON_FAILURE,
         max_interval_days=settings.SM2_MAX_INTERVAL_DAYS,
+        modifiers=modifiers,
     )
 
 
@@ -24,7 +26,7 @@ def scheduler_for(namespace: Namespace) -> Scheduler:
     """The scheduler that grades this namespace's cards (SM-2 unless it chose FSRS)."""
     return get_scheduler(
         namespace.scheduler,
-        sm2_config=sm2_config(),
+        sm2_config=sm2_config(modifiers=namespace.sm2_modifiers),
         desired_retention=namespace.desired_retention,
     )
 

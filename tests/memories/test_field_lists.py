@@ -321,6 +321,7 @@ def test_the_namespace_output_is_the_editable_settings_and_what_the_server_adds(
         "decay_slow_half_life_days",
         "decay_fast_weight",
         "scheduler",
+        "sm2_modifiers",  # issue 17
         "desired_retention",
         "new_cards_per_day",
         "session_links",  # issue 15

@@ -54,6 +54,39 @@ def test_the_queue_shows_new_cards_with_button_previews(person, namespace, deck)
     assert card["preview"]["good"] == 1.0
 
 
+def test_a_namespace_with_anki_modifiers_previews_and_applies_each_buttons_interval(
+    person, namespace, deck
+):
+    response = person.patch(
+        f"/api/v1/namespaces/{namespace.slug}", {"sm2_modifiers": True}, format="json"
+    )
+    assert response.status_code == 200 and response.json()["sm2_modifiers"] is True
+    card = Card.objects.get(memory=deck[0])
+    for grade in (4, 4):  # two passes: 1 day, then 6
+        version = Card.objects.get(pk=card.pk).version
+        person.post(
+            f"/api/v1/review/cards/{card.pk}/grade",
+            {"grade": grade, "version": version},
+            format="json",
+        )
+    Card.objects.filter(pk=card.pk).update(next_review=F("last_reviewed_at"))  # due now
+    [due] = person.get("/api/v1/review/queue", {"namespace": namespace.slug}).json()["due"]
+    assert {k: due["preview"][k] for k in ("hard", "good", "easy")} == {
+        "hard": 8.0,
+        "good": 15.0,
+        "easy": 20.0,
+    }
+    version = Card.objects.get(pk=card.pk).version
+    easy = person.post(
+        f"/api/v1/review/cards/{card.pk}/grade", {"grade": 5, "version": version}, format="json"
+    )
+    assert easy.json()["state_after"]["interval_days"] == 20  # the preview is what applies
+    refused = person.patch(
+        f"/api/v1/namespaces/{namespace.slug}", {"sm2_modifiers": "yes"}, format="json"
+    )
+    assert refused.status_code == 400 and "sm2_modifiers" in refused.json()["error"]["fields"]
+
+
 def test_a_stale_version_is_a_conflict_and_undo_restores(person, deck, nothing_written):
     card = Card.objects.get(memory=deck[0])
     url = f"/api/v1/review/cards/{card.pk}"

@@ -315,3 +315,44 @@ def test_it_refuses_a_non_finite_easiness_in_priority(easiness):
 def test_it_refuses_non_finite_easiness_bounds(bound, value):
     with pytest.raises(ValueError, match=f"{bound} must be a finite number"):
         SM2Config(**{bound: value})
+
+
+# --- Anki's modifiers (issue 17: the buttons mean something under SM-2) ------------------
+
+MODIFIED = SM2Config(modifiers=True)
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        # First pass: Anki's easy interval of 4 days; Hard and Good a day.
+        (SM2State(), {Button.AGAIN: 1, Button.HARD: 1, Button.GOOD: 1, Button.EASY: 4}),
+        # Second: Hard 1.2 x 1 day (rounded up), Good 6, Easy 1.3 x 6.
+        (
+            SM2State(interval_days=1, repetitions=1),
+            {Button.AGAIN: 1, Button.HARD: 2, Button.GOOD: 6, Button.EASY: 8},
+        ),
+        # Then: Hard 1.2 x 6, Good 6 x 2.5, Easy 1.3 x 15.
+        (
+            SM2State(easiness=2.5, interval_days=6, repetitions=2),
+            {Button.AGAIN: 1, Button.HARD: 8, Button.GOOD: 15, Button.EASY: 20},
+        ),
+        # A low easiness: Hard never passes Good, Easy always passes it.
+        (
+            SM2State(easiness=1.3, interval_days=10, repetitions=5),
+            {Button.AGAIN: 1, Button.HARD: 12, Button.GOOD: 13, Button.EASY: 17},
+        ),
+    ],
+)
+def test_with_modifiers_each_button_schedules_its_own_interval(state, expected):
+    assert preview_intervals(state, now=NOW, config=MODIFIED) == expected
+
+
+def test_modifiers_keep_the_cap_and_leave_easiness_and_repetitions_to_sm2():
+    capped = SM2Config(modifiers=True, max_interval_days=30)
+    state = SM2State(easiness=2.5, interval_days=29, repetitions=4)
+    assert set(preview_intervals(state, now=NOW, config=capped).values()) <= set(range(1, 31))
+    plain, modified = (
+        sm2_update(state, Button.EASY, now=NOW, config=config) for config in (DEFAULT, MODIFIED)
+    )
+    assert (plain.easiness, plain.repetitions) == (modified.easiness, modified.repetitions)
