@@ -20,7 +20,7 @@ import sys
 from contextvars import ContextVar
 from datetime import datetime
 from typing import Annotated, Any, Literal
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlparse
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -172,8 +172,6 @@ def _iso(value: datetime | None) -> str | None:
 
 def _cursor(page: dict[str, Any]) -> dict[str, Any]:
     """A list page with its next cursor instead of a URL (pass it back as `cursor`)."""
-    from urllib.parse import parse_qs, urlparse
-
     following = page.get("next")
     cursor = parse_qs(urlparse(following).query).get("cursor", [None])[0] if following else None
     return {"results": page.get("results", []), "next_cursor": cursor}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from io import StringIO
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from tests.support.servers import Gunicorn, manage, server_env
+from tests.support.servers import Gunicorn, api_json, manage, server_env
 
 pytestmark = pytest.mark.slow
 
@@ -37,21 +36,10 @@ def all_namespaces_token(database_url: str) -> str:
     return manage(server_env(database_url), "shell", "--no-imports", "-c", code).splitlines()[-1]
 
 
-def call(server: Gunicorn, secret: str, method: str, path: str, body=None):
-    request = urllib.request.Request(
-        f"{server.url}/api/v1{path}",
-        data=None if body is None else json.dumps(body).encode(),
-        method=method,
-        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read())
-
-
 def every(server: Gunicorn, secret: str, path: str) -> list[dict]:
     items, page = [], path
     while page:
-        body = call(server, secret, "GET", page)
+        body = api_json(server, secret, "GET", page)
         items += body["results"]
         page = body["next"] and body["next"].split("/api/v1", 1)[1]
     return items
@@ -69,11 +57,11 @@ def test_concurrent_writers_of_one_session_miss_no_link_and_write_none_twice(
 ):
     secret = all_namespaces_token(prepared_database)
     slug = f"chat-{uuid.uuid4().hex[:6]}"
-    call(server, secret, "POST", "/namespaces", {"name": slug, "slug": slug})
+    api_json(server, secret, "POST", "/namespaces", {"name": slug, "slug": slug})
 
     def writer(number: int) -> list[int]:
         return [
-            call(
+            api_json(
                 server,
                 secret,
                 "POST",

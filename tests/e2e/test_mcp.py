@@ -11,14 +11,14 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.support.servers import Gunicorn, manage, server_env
+from tests.support.mcp import ok, refused
+from tests.support.servers import Gunicorn, api_json, manage, server_env
 
 pytestmark = pytest.mark.slow
 
@@ -81,29 +81,6 @@ async def session(server: Gunicorn, secret: str, calls):
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=60)
     async with Client(streamable_http_client(f"{server.url}/mcp", http_client=http)) as client:
         return await calls(client)
-
-
-async def ok(client, tool: str, **arguments) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
-
-
-async def refused(client, tool: str, **arguments) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result.structured_content
-    return result.content[0].text
-
-
-def rest(server: Gunicorn, secret: str, method: str, path: str, body=None):
-    request = urllib.request.Request(
-        f"{server.url}/api/v1{path}",
-        data=None if body is None else json.dumps(body).encode(),
-        method=method,
-        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read())
 
 
 def test_without_a_token_it_answers_401_naming_its_metadata(server):
@@ -263,28 +240,28 @@ def test_a_read_only_token_reads_and_cannot_write(server, people):
 
 def test_a_recall_through_mcp_tracks_exactly_as_the_rest_recall(server, people):
     secret = people["ada"]
-    a = rest(
+    a = api_json(
         server,
         secret,
         "POST",
         "/memories",
         {"namespace": people["work"], "content": "Ada grows apples."},
     )
-    b = rest(
+    b = api_json(
         server,
         secret,
         "POST",
         "/memories",
         {"namespace": people["work"], "content": "Bob grows pears."},
     )
-    rest(server, secret, "POST", "/recall", {"query": "apples", "session_id": "s1", "limit": 1})
+    api_json(server, secret, "POST", "/recall", {"query": "apples", "session_id": "s1", "limit": 1})
 
     async def calls(client):
         return await ok(client, "recall", query="pears", session_id="s1", limit=1)
 
     run(session(server, secret, calls))
-    after_a = rest(server, secret, "GET", f"/memories/{a['id']}")
-    after_b = rest(server, secret, "GET", f"/memories/{b['id']}")
+    after_a = api_json(server, secret, "GET", f"/memories/{a['id']}")
+    after_b = api_json(server, secret, "GET", f"/memories/{b['id']}")
     tracked = ("recall_count", "use_count", "session_ids", "strength")
     assert {k: after_a[k] for k in tracked} == {k: after_b[k] for k in tracked}
     assert after_b["recall_count"] == 1 and after_b["session_ids"] == ["s1"]

@@ -5,7 +5,6 @@ two users, ceilings and read-only tokens: tests/e2e/test_mcp.py."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import httpx
 import pytest
@@ -15,6 +14,7 @@ from mcp import Client
 
 from memories import mcp
 from memories.models import Classification
+from tests.support.mcp import ok, refused
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,18 +29,6 @@ def tools(secret: str, calls, *, writes: bool = True):
             return await calls(client)
 
     return asyncio.run(go())
-
-
-async def ok(client, tool: str, **arguments) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
-
-
-async def refused(client, tool: str, **arguments) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error
-    return result.content[0].text
 
 
 @pytest.fixture

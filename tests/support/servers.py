@@ -7,6 +7,7 @@ The database is a fresh one of the engine under test, migrated once per module
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -62,6 +63,18 @@ def new_token(database_url: str) -> tuple[str, str]:
     code = SEED.format(tag=tag)
     secret = manage(server_env(database_url), "shell", "--no-imports", "-c", code)
     return f"server-{tag}", secret.splitlines()[-1]
+
+
+def api_json(server: Gunicorn, secret: str, method: str, path: str, body=None) -> Any:
+    """The decoded JSON answer of an API route of a running server (under /api/v1)."""
+    request = urllib.request.Request(
+        f"{server.url}/api/v1{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
 
 
 def migrate(url: str) -> None:
