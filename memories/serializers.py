@@ -466,6 +466,18 @@ class NamespaceInput(StrictSerializer):
     )
     desired_retention = StrictFloatField(min_value=0.7, max_value=0.99, required=False)
     new_cards_per_day = StrictIntegerField(min_value=0, max_value=1000, required=False)
+    card_front = serializers.ChoiceField(
+        choices=Namespace.CardFront.choices,
+        required=False,
+        help_text="What a card without a cue asks: cloze (default: the memory with its most "
+        "telling words hidden), first_line, or topic.",
+    )
+    leech_threshold = StrictIntegerField(
+        min_value=1,
+        max_value=100,
+        required=False,
+        help_text="Lapses after which a card is tagged leech and suspended (default 8).",
+    )
     session_links = StrictBooleanField(
         required=False,
         help_text="Link each new memory to the previous turns of its session (default on).",

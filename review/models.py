@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -16,6 +16,10 @@ from config.bounds import (
     validate_finite,
 )
 from memories.models import LIVE_STATUSES, Memory, Namespace
+
+
+# The longest answer time a review log keeps (a day, in ms); longer is a card left open.
+MAX_DURATION_MS = 86_400_000
 
 
 class CardQuerySet(models.QuerySet["Card"]):
@@ -70,6 +74,14 @@ class Card(models.Model):
     # When the card stopped being new: counts against the deck's daily new-card limit.
     first_reviewed_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
     fsrs_state = models.JSONField(null=True, blank=True)
+    # Failed grades after the card had been learned (Anki's lapses); at the namespace's
+    # leech_threshold the card is tagged leech and suspended (review.services.cards).
+    lapses = models.PositiveIntegerField(default=0)
+    leech = models.BooleanField(default=False)
+    # A suspended card never comes up for review until unsuspended; a buried one not
+    # before buried_until (the start of the person's tomorrow).
+    suspended_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
+    buried_until = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
     # Incremented on every grade: a grade computed from a stale read is refused.
     version = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
@@ -92,7 +104,13 @@ class Card(models.Model):
                 name="card_last_quality_range",
             ),
             *datetime_checks(
-                "card", "next_review", "last_reviewed_at", "first_reviewed_at", "created_at"
+                "card",
+                "next_review",
+                "last_reviewed_at",
+                "first_reviewed_at",
+                "created_at",
+                "suspended_at",
+                "buried_until",
             ),
         ]
 
@@ -117,6 +135,9 @@ CARD_STATE_FIELDS = (
     "total_reviews",
     "correct_reviews",
     "fsrs_state",
+    "lapses",
+    "leech",
+    "suspended_at",
     "version",
 )
 
@@ -151,6 +172,11 @@ class ReviewLog(models.Model):
         related_name="review_logs",
     )
     reviewed_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+    # How long the person took to answer (the card shown to the grade), in ms; empty when
+    # unknown (agents, the worker, a client that did not send it). At most a day.
+    duration_ms = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MaxValueValidator(MAX_DURATION_MS)]
+    )
     # Set by card_undo; an undone grade stays for the audit trail but counts nowhere.
     undone_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
 
@@ -162,6 +188,10 @@ class ReviewLog(models.Model):
         ]
         constraints = [
             models.CheckConstraint(condition=Q(grade__lte=5), name="reviewlog_grade_range"),
+            models.CheckConstraint(
+                condition=Q(duration_ms__isnull=True) | Q(duration_ms__lte=MAX_DURATION_MS),
+                name="reviewlog_duration_range",
+            ),
             *datetime_checks("reviewlog", "reviewed_at", "undone_at"),
         ]
 
@@ -251,3 +281,31 @@ class StudySessionItem(models.Model):
 
     def __str__(self) -> str:
         return f"card #{self.card_id} in session #{self.session_id}"
+
+
+class DeckOptions(models.Model):
+    """Options of one deck (a topic of a namespace) that override the namespace's own;
+    an empty field inherits the namespace's value."""
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="decks")
+    # The deck: a memory topic ("" is the deck of memories without a topic).
+    topic = models.CharField(max_length=100, blank=True)
+    new_cards_per_day = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MaxValueValidator(1000)],
+        help_text="Empty: the namespace's new cards per day.",
+    )
+
+    class Meta:
+        ordering = ["namespace_id", "topic"]
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "topic"], name="deck_options_unique"),
+            models.CheckConstraint(
+                condition=Q(new_cards_per_day__isnull=True) | Q(new_cards_per_day__lte=1000),
+                name="deck_options_new_per_day_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"options of deck {self.topic or '(no topic)'} in {self.namespace}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 from config.bounds import (
@@ -118,6 +119,28 @@ class Namespace(models.Model):
     new_cards_per_day = models.PositiveSmallIntegerField(
         default=5, validators=[MaxValueValidator(1000)]
     )
+
+    class CardFront(models.TextChoices):
+        CLOZE = "cloze", "Cloze: the memory with its most telling words hidden"
+        FIRST_LINE = "first_line", "First line: the topic and the memory's first line"
+        TOPIC = "topic", "Topic: only the topic (and keywords) as the question"
+
+    # What the front of a card without a cue shows (review.cloze).
+    card_front = models.CharField(
+        max_length=10,
+        choices=CardFront.choices,
+        default=CardFront.CLOZE,
+        help_text="What a card without a cue asks: cloze (default) hides the memory's most "
+        "telling words, first_line shows its first line, topic only its topic.",
+    )
+    # A card lapsing this many times is tagged leech and suspended (Anki's default: 8).
+    leech_threshold = models.PositiveSmallIntegerField(
+        default=8, validators=[MinValueValidator(1), MaxValueValidator(100)]
+    )
+    # FSRS parameters fitted from this namespace's own review logs (review.optimizer);
+    # empty: the fsrs package's defaults. `fsrs_fit` records the last fit and its metrics.
+    fsrs_parameters = models.JSONField(null=True, blank=True)
+    fsrs_fit = models.JSONField(null=True, blank=True)
     # The write path links a memory to the previous turns of its session (memories.sessions).
     session_links = models.BooleanField(
         default=True, help_text="Link each new memory to the previous turns of its session."
@@ -150,6 +173,10 @@ class Namespace(models.Model):
             float_check("namespace", "decay_slow_half_life_days", 0.001, FLOAT_LIMIT),
             float_check("namespace", "decay_fast_weight", 0.0, 1.0),
             float_check("namespace", "desired_retention", 0.7, 0.99),
+            models.CheckConstraint(
+                condition=Q(leech_threshold__gte=1) & Q(leech_threshold__lte=100),
+                name="namespace_leech_threshold_range",
+            ),
             *datetime_checks("namespace", "created_at"),
         ]
 

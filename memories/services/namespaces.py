@@ -52,6 +52,8 @@ NAMESPACE_EDITABLE_FIELDS = (
     "sm2_modifiers",
     "desired_retention",
     "new_cards_per_day",
+    "card_front",
+    "leech_threshold",
     "session_links",
     "dedupe",
 )

@@ -324,6 +324,8 @@ def test_the_namespace_output_is_the_editable_settings_and_what_the_server_adds(
         "sm2_modifiers",  # issue 17
         "desired_retention",
         "new_cards_per_day",
+        "card_front",  # issue 17
+        "leech_threshold",  # issue 17
         "session_links",  # issue 15
         "dedupe",
         "memory_count",

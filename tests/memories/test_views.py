@@ -522,6 +522,8 @@ def test_creating_a_namespace_with_its_mode_and_settings(ada_client, user, nothi
             "decay_model": "power_law",
             "decay_half_life_days": "5",
             "dedupe": "exact",
+            "card_front": "cloze",
+            "leech_threshold": "8",
         },
     )
     namespace = Namespace.objects.get(owner=user)
