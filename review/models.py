@@ -17,7 +17,6 @@ from config.bounds import (
 )
 from memories.models import LIVE_STATUSES, Memory, Namespace
 
-
 # The longest answer time a review log keeps (a day, in ms); longer is a card left open.
 MAX_DURATION_MS = 86_400_000
 
@@ -39,9 +38,12 @@ class CardQuerySet(models.QuerySet["Card"]):
     def reviewable(self, ceiling: int | None = None) -> CardQuerySet:
         """Cards of memories review may show: forgotten, archived and superseded memories
         (no longer true: memories.models.MemoryQuerySet.current) sit out, and so do
-        memories above the caller's classification ceiling."""
-        cards = self.filter(memory__status__in=LIVE_STATUSES).filter(
-            Q(memory__valid_until__isnull=True) | Q(memory__valid_until__gt=timezone.now())
+        suspended cards, cards buried until later, and memories above the caller's
+        classification ceiling."""
+        now = timezone.now()
+        cards = self.filter(memory__status__in=LIVE_STATUSES, suspended_at__isnull=True).filter(
+            Q(memory__valid_until__isnull=True) | Q(memory__valid_until__gt=now),
+            Q(buried_until__isnull=True) | Q(buried_until__lte=now),
         )
         return cards if ceiling is None else cards.filter(memory__classification__lte=ceiling)
 

@@ -1,5 +1,5 @@
-"""Card creation: a card per memory of a personal namespace, per live memory on request,
-and due-now rescheduling."""
+"""Card creation: a card per memory of a personal namespace, per live memory on request;
+due-now rescheduling, suspending and burying, each one UPDATE over a set of memories."""
 
 from __future__ import annotations
 
@@ -113,3 +113,34 @@ def card_reschedule_now(*, memories: QuerySet[Memory], now: datetime | None = No
     return Card.objects.filter(memory_id__in=[pk for pk, _, _ in rows]).update(
         next_review=now, version=F("version") + 1
     )
+
+
+def _update_cards(memories: QuerySet[Memory], **values: Any) -> int:
+    # A version bump: a grade computed before this change must not overwrite it.
+    return Card.objects.filter(memory__in=memories).update(version=F("version") + 1, **values)
+
+
+@transaction.atomic
+def cards_suspend(*, memories: QuerySet[Memory], now: datetime | None = None) -> int:
+    """Suspend the memories' cards: review never shows them until they are unsuspended.
+    Memories without a card have nothing to suspend. Returns how many cards changed."""
+    return _update_cards(
+        memories.filter(card__suspended_at__isnull=True), suspended_at=now or timezone.now()
+    )
+
+
+@transaction.atomic
+def cards_unsuspend(*, memories: QuerySet[Memory]) -> int:
+    """Bring suspended cards back to review (a leech keeps its tag until it is rewritten)."""
+    return _update_cards(memories.filter(card__suspended_at__isnull=False), suspended_at=None)
+
+
+@transaction.atomic
+def cards_bury(*, memories: QuerySet[Memory], until: datetime) -> int:
+    """Keep the memories' cards out of review until `until` (the start of tomorrow)."""
+    return _update_cards(memories, buried_until=until)
+
+
+@transaction.atomic
+def cards_unbury(*, memories: QuerySet[Memory]) -> int:
+    return _update_cards(memories.filter(card__buried_until__isnull=False), buried_until=None)
