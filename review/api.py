@@ -29,7 +29,7 @@ from config.serializers import (
 from memories.auth import Scope
 from memories.models import Memory, Namespace
 from review import selectors, services
-from review.models import Card, StudySession
+from review.models import MAX_DURATION_MS, Card, StudySession
 from review.sm2 import Button
 
 BUTTONS = {"again": Button.AGAIN, "hard": Button.HARD, "good": Button.GOOD, "easy": Button.EASY}
@@ -85,6 +85,12 @@ class GradeInput(StrictSerializer):
     version = StrictIntegerField(
         required=False, min_value=0, help_text="The card version you read; a stale one is a 409."
     )
+    duration_ms = StrictIntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_DURATION_MS,
+        help_text="How long the person took to answer, in ms (shown the card to the grade).",
+    )
 
 
 class SessionStartInput(StrictSerializer):
@@ -116,7 +122,16 @@ class CardOutput(serializers.Serializer):
     id = serializers.IntegerField()
     memory = serializers.IntegerField()
     deck = serializers.CharField()
-    cue = serializers.CharField()
+    cue = serializers.CharField(
+        help_text="The question: the memory's cue, else its front by the namespace's "
+        "card_front (a cloze shows each hidden word as […])."
+    )
+    front = serializers.ChoiceField(
+        choices=["cue", "cloze", "first_line", "topic"], help_text="Which kind of front."
+    )
+    answers = serializers.ListField(
+        child=serializers.CharField(), help_text="A cloze's hidden words, in text order."
+    )
     content = serializers.CharField()
     is_new = serializers.BooleanField()
     next_review = serializers.DateTimeField(allow_null=True)
@@ -142,6 +157,7 @@ class LogOutput(serializers.Serializer):
     grade = serializers.IntegerField()
     source = serializers.CharField()
     reviewed_at = serializers.DateTimeField()
+    duration_ms = serializers.IntegerField(allow_null=True)
     state_before = serializers.DictField()
     state_after = serializers.DictField()
 
@@ -158,6 +174,16 @@ class SessionOutput(serializers.Serializer):
     )
     done = serializers.IntegerField()
     remaining = serializers.IntegerField()
+    new = serializers.IntegerField(help_text="Cards left never graded, new.")
+    learning = serializers.IntegerField(
+        help_text="Cards left that come back in this session: a learning step or a repeat."
+    )
+    review = serializers.IntegerField(help_text="Due reviews left, not graded yet.")
+    waiting_until = serializers.DateTimeField(
+        allow_null=True,
+        help_text="Set when every card left waits for a learning step: when the first is due "
+        "(next_card is null until then).",
+    )
     next_card = CardOutput(allow_null=True)
     score = serializers.DictField(required=False)
 
@@ -199,11 +225,14 @@ def card_payload(
     state = selectors.card_state(card)
     preview = selectors.scheduler_for(namespace).preview(state, now=now)
     memory: Memory = card.memory
+    front = selectors.card_front(memory, namespace)
     return {
         "id": card.pk,
         "memory": card.memory_id,
         "deck": memory.topic,
-        "cue": selectors.card_cue(memory),
+        "cue": front.question,
+        "front": front.kind,
+        "answers": front.answers,
         "content": memory.content,
         "is_new": card.next_review is None,
         "next_review": card.next_review,
@@ -248,6 +277,10 @@ def _session_payload(session: StudySession, scope: Scope) -> dict[str, Any]:
         "total": progress.total,
         "done": progress.done,
         "remaining": progress.remaining,
+        "new": progress.new,
+        "learning": progress.learning,
+        "review": progress.review,
+        "waiting_until": progress.waiting_until,
         "next_card": None if item is None else card_payload(item.card, session.namespace),
     }
     if session.mode == StudySession.Mode.CRAM:
@@ -320,6 +353,7 @@ class CardGradeView(APIView):
             source="human",
             user=request.user,
             expected_version=data.validated_data.get("version"),
+            duration_ms=data.validated_data.get("duration_ms"),
         )
         return Response(LogOutput(log).data, status=status.HTTP_201_CREATED)
 
@@ -376,7 +410,7 @@ class SessionGradeView(APIView):
         request=SessionGradeInput,
         responses=SessionOutput,
         tags=["review"],
-        summary="Grade a card in a session; below 4 it comes back later",
+        summary="Grade a card in a session; below 4, or in a learning step, it comes back",
     )
     def post(self, request: Request, pk: int) -> Response:
         scope = Scope.of(request)
@@ -390,6 +424,7 @@ class SessionGradeView(APIView):
             grade=data.validated_data["grade"],
             user=request.user,
             expected_version=data.validated_data.get("version"),
+            duration_ms=data.validated_data.get("duration_ms"),
         )
         session.refresh_from_db()
         return Response(_session_payload(session, scope))

@@ -266,6 +266,9 @@ class StudySessionItem(models.Model):
     review_log = models.ForeignKey(
         ReviewLog, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # A learning step (a grade scheduling the card again within LEARNING_HORIZON): the
+    # card comes back in this session at due_at, and its grade then counts. Empty: ready.
+    due_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
     # Cram: the person's correct/incorrect tap, kept for the session's score only.
     correct = models.BooleanField(null=True, blank=True)
     done = models.BooleanField(default=False)
@@ -275,7 +278,7 @@ class StudySessionItem(models.Model):
         ordering = ["session_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["session", "card"], name="session_item_unique_card"),
-            *datetime_checks("studysessionitem", "answered_at"),
+            *datetime_checks("studysessionitem", "answered_at", "due_at"),
         ]
         indexes = [
             models.Index(fields=["session", "done", "position"], name="session_item_next"),

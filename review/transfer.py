@@ -36,6 +36,7 @@ LOG_FIELDS = (
     "state_before",
     "state_after",
     "reviewed_at",
+    "duration_ms",
     "undone_at",
 )
 

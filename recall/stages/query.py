@@ -4,21 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memories.text import words
+from memories.text import STOP_WORDS, words
 
 MAX_QUERY_TERMS = 16
-# English function words: the union of the usual IR stop lists (PostgreSQL's english
-# dictionary, Lucene, NLTK) trimmed to words that never carry a query's meaning.
-_STOP_WORDS = """a about above after again against all am an and any are aren as at be because been
-    before being below between both but by can cannot could couldn d did didn do does doesn
-    doing don down during each few for from further had hadn has hasn have haven having he
-    her here hers herself him himself his how i if in into is isn it its itself just ll m me
-    more most mustn my myself no nor not now of off on once only or other ought our ours
-    ourselves out over own re s same shan she should shouldn so some such t than that the
-    their theirs them themselves then there these they this those through to too under until
-    up ve very was wasn we were weren what when where which while who whom why will with won
-    would wouldn y you your yours yourself yourselves"""
-STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """Reads for review, one module per concept; every public name is re-exported here.
 
-cards: a card's scheduler, state and cue. queue: the daily queue and the local day.
-statistics: deck overviews and statistics. sessions: study and cram sessions. Each imports
-only those before it in that list, so the package has no import cycle.
+cards: a card's scheduler and state. fronts: what a card asks. queue: the daily queue and
+the local day. statistics: deck overviews and statistics. sessions: study and cram
+sessions. Each imports only those before it in that list, so the package has no import
+cycle.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from review.selectors.cards import (
     scheduler_for,
     sm2_config,
 )
+from review.selectors.fronts import Front, card_front
 from review.selectors.queue import (
     DEFAULT_QUEUE_LIMIT,
     QUEUE_WINDOW_FACTOR,
@@ -63,12 +65,14 @@ __all__ = [
     "AgentReinforcement",
     "CramScore",
     "DeckStats",
+    "Front",
     "QueueItem",
     "ReviewQueue",
     "ReviewStats",
     "Score",
     "SessionProgress",
     "card_cue",
+    "card_front",
     "card_state",
     "counted_logs",
     "cram_score",

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from memories.models import LIVE_STATUSES, Namespace
 from review.models import StudySession, StudySessionItem
@@ -55,8 +57,13 @@ def study_sessions_visible(*, ceiling: int | None) -> QuerySet[StudySession]:
 
 @dataclass(frozen=True)
 class SessionProgress:
-    """Where a session stands for one caller; `next_item` is None once it is finished for
-    that caller: ended, or every card it is shown is done."""
+    """Where a session stands for one caller. `next_item` is the card to show now; None
+    when the session is ended, every card it is shown is done, or the cards left are
+    waiting for a learning step (`waiting_until`: when the first of them is due).
+
+    new / learning / review count the cards left, as Anki does while studying: never
+    graded and new, graded in this session and coming back (a learning step or a repeat
+    after a failing grade), and due reviews not graded yet."""
 
     total: int
     done: int
@@ -64,39 +71,73 @@ class SessionProgress:
     attempts: int
     remaining: int
     next_item: StudySessionItem | None
+    new: int = 0
+    learning: int = 0
+    review: int = 0
+    waiting_until: datetime | None = None
 
     @property
     def finished(self) -> bool:
-        return self.next_item is None
+        return self.next_item is None and self.waiting_until is None
+
+    @property
+    def next_kind(self) -> str | None:
+        """Which count the card shown belongs to: new, learning or review."""
+        item = self.next_item
+        if item is None:
+            return None
+        if item.first_grade is not None:
+            return "learning"
+        return "new" if item.is_new else "review"
 
 
 def study_session_progress(
-    *, session: StudySession, ceiling: int | None, live_only: bool = True
+    *,
+    session: StudySession,
+    ceiling: int | None,
+    live_only: bool = True,
+    now: datetime | None = None,
 ) -> SessionProgress:
     """Counts and the next card of a study or cram session over the items the caller is
-    shown (what a resumed page shows); hidden cards are skipped, never a dead end."""
+    shown (what a resumed page shows); hidden cards are skipped, never a dead end. A card
+    waiting for its learning step is shown once it is due."""
+    now = now or timezone.now()
     items = session_items(session=session, ceiling=ceiling, live_only=live_only)
+    left = Q(done=False)
+    graded_here = Q(first_grade__isnull=False) | Q(correct__isnull=False)
     counts = items.aggregate(
-        total=Count("id"),
-        done=Count("id", filter=Q(done=True)),
-        graded=Count("id", filter=Q(first_grade__isnull=False) | Q(correct__isnull=False)),
-        attempts=Coalesce(Sum("attempts"), 0),
+        n_total=Count("id"),
+        n_done=Count("id", filter=Q(done=True)),
+        n_graded=Count("id", filter=graded_here),
+        n_attempts=Coalesce(Sum("attempts"), 0),
+        n_new=Count("id", filter=left & Q(is_new=True) & ~graded_here),
+        n_learning=Count("id", filter=left & graded_here),
+        n_review=Count("id", filter=left & Q(is_new=False) & ~graded_here),
+        n_waiting=Min("due_at", filter=left & Q(due_at__gt=now)),
     )
     next_item = None
+    waiting_until = None
     if session.is_active:
         next_item = (
-            items.filter(done=False)
+            items.filter(left)
+            .filter(Q(due_at__isnull=True) | Q(due_at__lte=now))
             .select_related("card__memory")
             .order_by("position", "id")
             .first()
         )
+        if next_item is None:
+            waiting_until = counts["n_waiting"]
     return SessionProgress(
-        total=counts["total"],
-        done=counts["done"],
-        graded=counts["graded"],
-        attempts=counts["attempts"],
-        remaining=counts["total"] - counts["done"],
+        total=counts["n_total"],
+        done=counts["n_done"],
+        graded=counts["n_graded"],
+        attempts=counts["n_attempts"],
+        remaining=counts["n_total"] - counts["n_done"],
         next_item=next_item,
+        new=counts["n_new"],
+        learning=counts["n_learning"],
+        review=counts["n_review"],
+        waiting_until=waiting_until,
     )
 
 

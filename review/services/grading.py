@@ -20,7 +20,14 @@ from django.utils import timezone
 
 from memories.models import LIVE_STATUSES, Memory, MemoryEvent
 from memories.services import memory_event_record, memory_touch
-from review.models import CARD_STATE_FIELDS, Card, ReviewLog, StudySession, StudySessionItem
+from review.models import (
+    CARD_STATE_FIELDS,
+    MAX_DURATION_MS,
+    Card,
+    ReviewLog,
+    StudySession,
+    StudySessionItem,
+)
 from review.selectors import card_state, scheduler_for
 from review.services.errors import GradeConflict, InvalidGrade, InvalidRequest, NothingToUndo
 from review.simulation import adjust_utility
@@ -28,7 +35,9 @@ from review.sm2 import PASSING_QUALITY, Button, validate_quality
 
 Grade = int | Button | str
 
-_DATETIME_FIELDS = frozenset({"next_review", "last_reviewed_at", "first_reviewed_at"})
+_DATETIME_FIELDS = frozenset(
+    {"next_review", "last_reviewed_at", "first_reviewed_at", "suspended_at"}
+)
 
 
 # --- Settings --------------------------------------------------------------------------
@@ -79,6 +88,19 @@ def grade_quality(grade: Grade) -> int:
         ) from None
 
 
+def answer_duration(duration_ms: Any) -> int | None:
+    """A grade's answer time in ms: None when unknown, else an int from 0 to a day."""
+    if duration_ms is None:
+        return None
+    if isinstance(duration_ms, bool) or not isinstance(duration_ms, int) or duration_ms < 0:
+        raise InvalidRequest(
+            f"duration_ms must be a whole number of milliseconds, not {duration_ms!r}.",
+            field="duration_ms",
+        )
+    # A card left open overnight says nothing about how long recalling it took.
+    return min(duration_ms, MAX_DURATION_MS)
+
+
 def _snapshot(card: Card) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name in CARD_STATE_FIELDS:
@@ -111,8 +133,14 @@ def card_grade(
     now: datetime | None = None,
     session: StudySession | None = None,
     expected_version: int | None = None,
+    duration_ms: int | None = None,
 ) -> ReviewLog:
     """Apply one grade: schedule, counters, memory utility, a ReviewLog and a history event.
+
+    A person's failing grade of a card they had learned is a lapse; at the namespace's
+    leech_threshold lapses the card is tagged leech and suspended (Anki's rule). Grades of
+    agents and of the simulated worker never make a leech. `duration_ms`: how long the
+    person took to answer, kept on the log (at most MAX_DURATION_MS).
 
     `expected_version` is the card version the grader saw (the passed instance's version
     when omitted); if the card has moved on, GradeConflict is raised and nothing changes.
@@ -125,6 +153,7 @@ def card_grade(
             f"Unknown grade source {source!r}; use one of {', '.join(ReviewLog.Source.values)}."
         )
     now = now or timezone.now()
+    duration_ms = answer_duration(duration_ms)
     expected = card.version if expected_version is None else expected_version
     with transaction.atomic():
         current = Card.objects.select_related("namespace").get(pk=card.pk)
@@ -147,6 +176,11 @@ def card_grade(
             "first_reviewed_at": current.first_reviewed_at or now,
             "version": expected + 1,
         }
+        if source == ReviewLog.Source.HUMAN and not passed and current.repetitions > 0:
+            changes["lapses"] = current.lapses + 1
+            if changes["lapses"] >= current.namespace.leech_threshold and not current.leech:
+                changes["leech"] = True
+                changes["suspended_at"] = current.suspended_at or now
         # The version in the WHERE clause is the guard: of two grades that read the same
         # version, the second one's UPDATE matches no row (on PostgreSQL it waits for the
         # first to commit, then re-checks the row and finds the new version).
@@ -172,6 +206,7 @@ def card_grade(
             user=user,
             session=session,
             reviewed_at=now,
+            duration_ms=duration_ms,
         )
         memory_event_record(
             memory=memory,
@@ -272,15 +307,21 @@ def _session_item_reopen(*, log: ReviewLog) -> None:
     session = StudySession.objects.select_for_update().get(pk=log.session_id)
     item = (
         StudySessionItem.objects.select_for_update()
-        .filter(session=session, card_id=log.card_id, review_log=log)
+        .filter(session=session, card_id=log.card_id)
         .first()
     )
     if item is None:
         return
     first = session.items.filter(done=False).aggregate(first=Min("position"))["first"]
     item.position = item.position if first is None else min(item.position, first - 1)
-    item.first_grade = item.last_grade = item.review_log = item.answered_at = None
-    item.attempts = 0
+    if item.review_log_id == log.pk:
+        item.first_grade = item.last_grade = item.review_log = item.answered_at = None
+        item.attempts = 0
+        item.due_at = None
+    else:
+        # A later counted grade (after a learning step): the card is due again, at once.
+        item.attempts = max(0, item.attempts - 1)
+        item.due_at = log.reviewed_at
     item.done = False
     item.save()
     if not session.is_active:

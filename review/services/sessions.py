@@ -6,7 +6,7 @@ study sessions of another mode.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -28,6 +28,9 @@ from review.services.grading import Grade, card_grade, grade_quality
 # Seed 004: within a session a card comes back until it is graded 4 or more.
 SESSION_PASS_QUALITY = 4
 DEFAULT_SESSION_LIMIT = 100
+# A grade scheduling the card again sooner than this is a learning step (FSRS's 1 and 10
+# minutes): the card comes back in the same session when it is due, like Anki's.
+LEARNING_HORIZON = timedelta(days=1)
 
 
 def locked_session(session: StudySession, mode: str) -> StudySession:
@@ -113,9 +116,16 @@ def study_session_grade(
     user: Any = None,
     now: datetime | None = None,
     expected_version: int | None = None,
+    duration_ms: int | None = None,
 ) -> StudySessionItem:
-    """Grade a card in a session: its first grade here sets its schedule; until a grade of
-    4 or more it goes back behind the last card and later grades only count as practice."""
+    """Grade a card in a session.
+
+    A grade counts (schedules the card, through card_grade) when it is the card's first in
+    the session or the card is back from a learning step; other repeats are practice. After
+    a counted grade that schedules the card within LEARNING_HORIZON, the card waits in the
+    session until then (item.due_at) and comes back; otherwise, until a grade of 4 or more
+    it goes back behind the last card (seed 004), and then it is done.
+    """
     quality = grade_quality(grade)
     now = now or timezone.now()
     with transaction.atomic():
@@ -125,7 +135,8 @@ def study_session_grade(
             raise AlreadyAnswered(
                 f"Card #{item.card_id} is already done in session #{locked.pk}.", field="card"
             )
-        if item.first_grade is None:
+        counted = item.first_grade is None or item.due_at is not None
+        if counted:
             log = card_grade(
                 card=card,
                 grade=quality,
@@ -134,16 +145,24 @@ def study_session_grade(
                 now=now,
                 session=locked,
                 expected_version=expected_version,
+                duration_ms=duration_ms,
             )
-            item.first_grade, item.review_log = quality, log
+            if item.first_grade is None:
+                item.first_grade, item.review_log = quality, log
         item.last_grade = quality
         item.attempts += 1
         item.answered_at = now
-        if quality >= SESSION_PASS_QUALITY:
-            item.done = True
-        else:
+        item.due_at = None
+        step = (
+            counted and card.next_review is not None and card.next_review - now < LEARNING_HORIZON
+        )
+        if step:
+            item.due_at = card.next_review
+        if step or quality < SESSION_PASS_QUALITY:
             last = locked.items.aggregate(last=Max("position"))["last"]
             item.position = last + 1
+        else:
+            item.done = True
         item.save()
         locked.updated_at = now
         if not locked.items.filter(done=False).exists():

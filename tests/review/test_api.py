@@ -49,7 +49,8 @@ def test_the_queue_shows_new_cards_with_button_previews(person, namespace, deck)
     assert queue["due"] == []
     assert [c["memory"] for c in queue["new"]] == [m.pk for m in deck]
     card = queue["new"][0]
-    assert card["cue"] == "facts: Fact 0"
+    # The default front is a cloze: "Fact 0\nDetails 0" with its number hidden.
+    assert (card["front"], card["cue"], card["answers"]) == ("cloze", "Fact […]\nDetails 0", ["0"])
     assert set(card["preview"]) == {"again", "hard", "good", "easy"}
     assert card["preview"]["good"] == 1.0
 
@@ -514,3 +515,37 @@ def test_stats_are_the_persons_and_agent_reinforcement_is_apart(person, namespac
     assert (after["reviews"], after["retention"], after["streak"]) == (1, 0.0, 1)
     assert after["reviews_per_day"][-1]["reviews"] == 1
     assert after["agent_reinforcement"] == before["agent_reinforcement"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "front", "cue"),
+    [
+        ("cloze", "cloze", "Fact […]\nDetails 0"),
+        ("first_line", "first_line", "facts: Fact 0"),
+        ("topic", "topic", "facts"),
+    ],
+)
+def test_the_namespace_chooses_what_a_card_without_a_cue_asks(
+    person, namespace, deck, setting, front, cue
+):
+    response = person.patch(
+        f"/api/v1/namespaces/{namespace.slug}", {"card_front": setting}, format="json"
+    )
+    assert response.status_code == 200 and response.json()["card_front"] == setting
+    card = person.get("/api/v1/review/queue", {"namespace": namespace.slug}).json()["new"][0]
+    assert (card["front"], card["cue"]) == (front, cue)
+
+
+def test_a_cue_written_through_the_api_is_the_front_and_a_bad_setting_names_its_field(
+    person, namespace, deck
+):
+    response = person.patch(
+        f"/api/v1/memories/{deck[0].pk}", {"cue": "What is fact zero?"}, format="json"
+    )
+    assert response.status_code == 200, response.json()
+    card = person.get("/api/v1/review/queue", {"namespace": namespace.slug}).json()["new"][0]
+    assert (card["front"], card["cue"], card["answers"]) == ("cue", "What is fact zero?", [])
+    refused = person.patch(
+        f"/api/v1/namespaces/{namespace.slug}", {"card_front": "riddle"}, format="json"
+    )
+    assert refused.status_code == 400 and "card_front" in refused.json()["error"]["fields"]

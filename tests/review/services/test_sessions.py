@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 
+from review.api import card_payload
 from review.models import Card, ReviewLog, StudySession, StudySessionItem
 from review.selectors import study_session_active, study_session_progress
 from review.services import (
@@ -63,6 +64,8 @@ def test_it_finishes_a_session_with_nothing_to_study_at_once(study_ns):
     assert session.items.count() == 0
 
 
+# Seed 004's session rule as SM-2 schedules it; FSRS's learning steps are tested below.
+@pytest.mark.parametrize("scheduler_name", ["sm2"])
 def test_it_brings_back_cards_graded_below_4_until_they_score_4(three_due, study_ns, user):
     a, b, c, new = three_due
     session = study_session_start(namespace=study_ns, tz=TZ, user=user, now=NOW)
@@ -88,6 +91,8 @@ def test_it_brings_back_cards_graded_below_4_until_they_score_4(three_due, study
     assert item_b.done
 
 
+# Seed 004's session rule as SM-2 schedules it; FSRS's learning steps are tested below.
+@pytest.mark.parametrize("scheduler_name", ["sm2"])
 def test_it_lets_only_the_first_grade_in_a_session_change_the_schedule(three_due, study_ns):
     a, *_ = three_due
     session = study_session_start(namespace=study_ns, tz=TZ, now=NOW)
@@ -108,6 +113,8 @@ def test_it_lets_only_the_first_grade_in_a_session_change_the_schedule(three_due
     assert item.done
 
 
+# Seed 004's session rule as SM-2 schedules it; FSRS's learning steps are tested below.
+@pytest.mark.parametrize("scheduler_name", ["sm2"])
 def test_it_records_progress_and_resumes(three_due, study_ns, user):
     a, b, c, new = three_due
     session = study_session_start(namespace=study_ns, tz=TZ, user=user, now=NOW)
@@ -206,6 +213,8 @@ def test_it_reopens_a_finished_session_when_its_last_grade_is_undone(make_card, 
     assert order(session) == [card.pk]
 
 
+# Seed 004's session rule as SM-2 schedules it; FSRS's learning steps are tested below.
+@pytest.mark.parametrize("scheduler_name", ["sm2"])
 def test_it_keeps_grades_given_before_a_session_is_finished_early(three_due, study_ns):
     a, _b, *_ = three_due
     session = study_session_start(namespace=study_ns, tz=TZ, now=NOW)
@@ -218,3 +227,77 @@ def test_it_keeps_grades_given_before_a_session_is_finished_early(three_due, stu
     assert session.finished_at == NOW + timedelta(minutes=5)
     assert Card.objects.get(pk=a.pk).total_reviews == 1
     assert StudySessionItem.objects.filter(session=session, done=True).count() == 1
+
+
+@pytest.mark.parametrize("scheduler_name", ["fsrs"])
+def test_a_card_in_a_learning_step_comes_back_in_the_session_when_due(make_card, study_ns):
+    """FSRS's Good on a new card means 10 minutes: the card waits in the session, comes back
+    when due, and that grade counts with the interval its button showed (issue 17, item 3)."""
+    first = make_card("first")
+    second = make_card("second")
+    session = study_session_start(namespace=study_ns, tz=TZ, now=NOW)
+    progress = study_session_progress(session=session, ceiling=None, now=NOW)
+    assert (progress.new, progress.learning, progress.review) == (2, 0, 0)
+
+    study_session_grade(session=session, card=first, grade=4, now=NOW)
+    item = session.items.get(card=first)
+    assert not item.done and item.due_at == first.next_review == NOW + timedelta(minutes=10)
+    progress = study_session_progress(session=session, ceiling=None, now=NOW)
+    assert progress.next_item.card_id == second.pk
+    assert (progress.new, progress.learning, progress.review) == (1, 1, 0)
+    assert progress.next_kind == "new"
+
+    study_session_grade(session=session, card=second, grade=4, now=NOW)
+    waiting = study_session_progress(session=session, ceiling=None, now=NOW)
+    assert waiting.next_item is None and not waiting.finished
+    assert waiting.waiting_until == NOW + timedelta(minutes=10)
+    session.refresh_from_db()
+    assert session.status == "active"  # the session does not end while cards wait
+
+    later = NOW + timedelta(minutes=11)
+    back = study_session_progress(session=session, ceiling=None, now=later)
+    assert back.next_item.card_id == first.pk and back.next_kind == "learning"
+    first.refresh_from_db()
+    shown = card_payload(first, study_ns, now=later)["preview"]["good"]
+    study_session_grade(session=session, card=first, grade=4, now=later)
+    first.refresh_from_db()
+    assert (first.next_review - later) / timedelta(days=1) == pytest.approx(shown, abs=1e-3)
+    assert shown >= 1  # graduated: done in this session
+    assert session.items.get(card=first).done
+    assert ReviewLog.objects.filter(card=first).count() == 2  # both grades counted
+
+
+@pytest.mark.parametrize("scheduler_name", ["fsrs"])
+def test_undoing_a_learning_steps_second_grade_makes_the_card_due_again(make_card, study_ns):
+    card = make_card("only")
+    session = study_session_start(namespace=study_ns, tz=TZ, now=NOW)
+    study_session_grade(session=session, card=card, grade=4, now=NOW)
+    later = NOW + timedelta(minutes=10)
+    study_session_grade(session=session, card=card, grade=4, now=later)
+    session.refresh_from_db()
+    assert session.status == "finished"
+
+    card_undo(card=card, now=later)
+
+    session.refresh_from_db()
+    progress = study_session_progress(session=session, ceiling=None, now=later)
+    assert session.status == "active" and progress.next_item.card_id == card.pk
+    item = session.items.get(card=card)
+    assert (item.first_grade, item.attempts, item.done) == (4, 1, False)
+    card.refresh_from_db()
+    study_session_grade(session=session, card=card, grade=4, now=later)
+    assert ReviewLog.objects.filter(card=card, undone_at__isnull=True).count() == 2
+
+
+def test_answer_time_is_kept_on_the_log_and_refused_when_it_is_not_a_duration(three_due, study_ns):
+    a, b, *_ = three_due
+    session = study_session_start(namespace=study_ns, tz=TZ, now=NOW)
+    study_session_grade(session=session, card=a, grade=5, now=NOW, duration_ms=4200)
+    study_session_grade(session=session, card=b, grade=5, now=NOW, duration_ms=10**12)
+    assert list(ReviewLog.objects.order_by("id").values_list("duration_ms", flat=True)) == [
+        4200,
+        86_400_000,  # a card left open overnight counts as a day at most
+    ]
+    with pytest.raises(InvalidRequest) as refused:
+        study_session_grade(session=session, card=three_due[2], grade=5, now=NOW, duration_ms=-1)
+    assert refused.value.field == "duration_ms"
