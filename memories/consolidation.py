@@ -121,12 +121,14 @@ def digest_text(
 ) -> str:
     """The digest: one header line, then one bullet per quoted memory (id and score)."""
     about = f' on "{topic}"' if topic else " without a topic"
-    quoted = "it" if total == 1 else f"the {len(items)} with the highest scores"
+    # Which memories the bullets quote; a lone memory needs no word ("1 memory, it." read
+    # as garbled on the search page, where the header is shown alone).
+    quoted = f", the {len(items)} with the highest scores" if total > len(items) else ""
     if 1 < total == len(items):
-        quoted = "all of them, by score"
+        quoted = ", all of them, by score"
     header = (
         f"{period.capitalize()} digest for {period_label(period, start)}{about}: "
-        f"{total} {'memory' if total == 1 else 'memories'}, {quoted}."
+        f"{total} {'memory' if total == 1 else 'memories'}{quoted}."
     )
     lines = [
         f"- {excerpt(content, excerpt_chars)} (#{memory_id}, score {score:.2f})"

@@ -15,6 +15,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.models import fields_for_model
 from django.utils import timezone
+from rest_framework import serializers
 
 from config.serializers import INT64_MAX
 from memories import substring
@@ -27,7 +28,13 @@ from memories.models import (
     Namespace,
 )
 from memories.selectors import SESSION_ORDER
-from memories.services import EDITABLE_FIELDS, NAMESPACE_EDITABLE_FIELDS
+from memories.serializers import validate_memory_input
+from memories.services import (
+    BULK_ACTION_MAX,
+    EDITABLE_FIELDS,
+    NAMESPACE_EDITABLE_FIELDS,
+    bulk_action_choices,
+)
 
 DATETIME_LOCAL = "%Y-%m-%dT%H:%M"
 
@@ -45,6 +52,13 @@ class DashboardForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
+
+    def focus_first_error(self, default: str | None = None) -> None:
+        """Autofocus the first field with an error (else `default`): the page that shows the
+        errors (or the section htmx swaps in) puts a keyboard user on the mistake."""
+        first = next((name for name in self.fields if name in self.errors), default)
+        if first is not None:
+            self.fields[first].widget.attrs["autofocus"] = True
 
 
 class NamespaceChoiceField(forms.ModelMultipleChoiceField):
@@ -383,10 +397,152 @@ class WebhookForm(DashboardForm):
         kwargs.setdefault("auto_id", "id_webhook_%s")
         super().__init__(*args, **kwargs)
 
-    def focus_first_error(self) -> None:
-        """Autofocus the first field with an error: the page that shows the errors (or
-        the section htmx swaps in) puts a keyboard user on the mistake."""
-        for name, field in self.fields.items():
-            if name in self.errors:
-                field.widget.attrs["autofocus"] = True
-                return
+
+def _classification_choices(ceiling: int) -> list[tuple[int, str]]:
+    """The levels a caller may write: at or below their ceiling (a memory above it could
+    not be read back)."""
+    return [(value, label) for value, label in Classification.choices if value <= ceiling]
+
+
+def _messages(detail: Any) -> list[str]:
+    """A DRF error detail (list, dict of item errors, string) as flat messages."""
+    if isinstance(detail, dict):
+        return [message for value in detail.values() for message in _messages(value)]
+    if isinstance(detail, list | tuple):
+        return [message for value in detail for message in _messages(value)]
+    return [str(detail)]
+
+
+class MemoryAddForm(DashboardForm):
+    """A new memory from the dashboard: what a person writes, its namespace and its
+    conversation. The fields come from the model; the API's input rules
+    (memories.serializers.MemoryCreateInput: lengths, list sizes) then check it as they
+    check an agent's, so `memory_fields` is what memory_create takes with prevalidated."""
+
+    FIELDS = ("content", "cue", "topic", "classification", "memory_type", "session_id", "position")
+
+    def __init__(
+        self, *args: Any, namespaces: list[Namespace], ceiling: int, **kwargs: Any
+    ) -> None:
+        kwargs.setdefault("initial", {})
+        kwargs["initial"].setdefault("classification", Classification.default_for(ceiling))
+        super().__init__(*args, **kwargs)
+        generated = _model_fields(Memory, self.FIELDS)
+        generated["classification"].choices = _classification_choices(ceiling)
+        generated["session_id"].label = "Session"
+        generated["session_id"].help_text = (
+            "The conversation it comes from (any id of yours, up to 100 characters): it is "
+            "linked to the session's earlier memories."
+        )
+        generated["position"].help_text = "Its turn in the session; empty: after the last."
+        self.fields = {
+            "namespace": forms.ChoiceField(choices=[(ns.slug, ns.name) for ns in namespaces]),
+            "content": generated["content"],
+            "cue": generated["cue"],
+            "topic": generated["topic"],
+            "keywords": KeywordsField(required=False, help_text="Separated by commas.", strip=True),
+            "classification": generated["classification"],
+            "memory_type": generated["memory_type"],
+            "session_id": generated["session_id"],
+            "position": generated["position"],
+        }
+        self.fields["topic"].help_text = "Its deck in review."
+        self.memory_fields: dict[str, Any] = {}
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        data["content"] = _newlines(data.get("content"))
+        if self.errors:
+            return data
+        wire = {
+            "namespace": data["namespace"],
+            "content": data["content"],
+            "cue": data["cue"],
+            "topic": data["topic"],
+            "keywords": data["keywords"],
+            "classification": Classification(data["classification"]).label,
+            "memory_type": data["memory_type"],
+            "session_id": data["session_id"],
+            "position": data["position"],
+        }
+        try:
+            self.memory_fields = validate_memory_input(wire)
+        except serializers.ValidationError as error:
+            for name, detail in error.detail.items():
+                self.add_error(name if name in self.fields else None, _messages(detail))
+        return data
+
+
+class IdsField(forms.Field):
+    """Memory ids, posted as repeated values (checkboxes, hidden inputs): a list of
+    distinct positive integers, in the order posted."""
+
+    widget = forms.MultipleHiddenInput
+    default_error_messages = {
+        "invalid": "Memories are named by their numbers.",
+        "too_many": f"At most {BULK_ACTION_MAX} memories at once.",
+    }
+
+    def to_python(self, value: Any) -> list[int]:
+        values = value if isinstance(value, list | tuple) else ([value] if value else [])
+        ids: dict[int, None] = {}
+        for item in values:
+            try:
+                number = int(str(item).strip())
+            except ValueError:
+                raise ValidationError(self.error_messages["invalid"], code="invalid") from None
+            if not 1 <= number <= INT64_MAX:
+                raise ValidationError(self.error_messages["invalid"], code="invalid")
+            ids[number] = None
+        if len(ids) > BULK_ACTION_MAX:
+            raise ValidationError(self.error_messages["too_many"], code="too_many")
+        return list(ids)
+
+
+class BulkActionForm(DashboardForm):
+    """An action on the memories selected on the list: their ids (or every memory the page
+    showed, with "select all", which works without JavaScript), the action and its one
+    parameter. The services check the parameter (memories.services.memories_bulk_check);
+    `confirmed` is set by the confirmation step."""
+
+    ids = IdsField(required=False)
+    shown = IdsField(required=False)
+    all_shown = forms.BooleanField(required=False, label="Select all on this page")
+    action = forms.ChoiceField(label="Action")
+    # No rules here: memory_forget's, memory_update's field rules and the ceiling are
+    # checked by the services, whose messages show on the field.
+    reason = forms.CharField(
+        required=False,
+        label="Reason to forget",
+        widget=forms.TextInput(attrs={"placeholder": "for example: outdated"}),
+    )
+    topic = forms.CharField(required=False, label="Topic to move to")
+    classification = forms.TypedChoiceField(
+        required=False, coerce=int, empty_value=None, label="Classification to set"
+    )
+    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, ceiling: int, **kwargs: Any) -> None:
+        # Its own ids: the list's filter form has a topic and a classification too.
+        kwargs.setdefault("auto_id", "bulk_%s")
+        super().__init__(*args, **kwargs)
+        self.fields["action"].choices = [("", "Choose an action"), *bulk_action_choices()]
+        levels = _classification_choices(ceiling)
+        self.fields["classification"].choices = [("", "Choose a level"), *levels]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        selected = list(data.get("ids") or [])
+        if data.get("all_shown"):
+            selected = list(dict.fromkeys([*selected, *(data.get("shown") or [])]))
+        if "ids" in self.errors or "shown" in self.errors:
+            return data
+        if not selected:
+            self.add_error("ids", "Select at least one memory.")
+        elif len(selected) > BULK_ACTION_MAX:
+            self.add_error("ids", IdsField.default_error_messages["too_many"])
+        data["selected"] = selected
+        return data
+
+    def params(self) -> dict[str, Any]:
+        return {name: self.cleaned_data.get(name) for name in ("reason", "topic", "classification")}

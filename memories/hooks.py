@@ -11,13 +11,18 @@ AppConfig.ready(), in one place (review/receivers.py, recall/receivers.py).
 - Namespace transfer parts, for records another app keeps per memory (review's cards and
   review logs): written into a namespace's export after the memories' own records and read
   back by its import (memories.importer), all or nothing with the rest of the file.
+- Bulk actions, for what the memory list may do to selected memories in another app's
+  tables (review's suspend, unsuspend, bury, review now): memories.services.bulk_actions
+  offers them beside its own and runs them in its transaction.
 
-tests/memories/test_hooks.py pins who is connected, so a receiver cannot silently vanish.
+tests/memories/test_hooks.py pins who is connected, so a receiver cannot silently vanish
+(tests/memories/test_add_bulk_actions.py pins the bulk actions).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django.db.models import QuerySet
@@ -94,3 +99,42 @@ def transfer_part_register(part: TransferPart) -> None:
 
 def transfer_parts() -> tuple[TransferPart, ...]:
     return tuple(_transfer_parts)
+
+
+@dataclass(frozen=True)
+class BulkAction:
+    """An action on the memories a person selects on the memory list: another app's,
+    registered here, or one of memories' own (memories.services.bulk_actions).
+
+    `run(memories=..., user=..., now=...)` acts on the memories of the QuerySet (the
+    person's own, within their ceiling: the list resolves the ids) and returns how many
+    rows it changed. It runs inside the bulk action's transaction, so an error writes
+    nothing. `question` and `done` are formatted with label, count, memories ("memory" or
+    "memories", agreeing with count), s ("s" unless count is 1) and, for `done`, selected.
+    `parameter` names what the list asks for with the action; only memories' own actions
+    take one (memories.services.bulk_actions)."""
+
+    name: str
+    label: str
+    run: Callable[..., int]
+    question: str = "{label} {count} {memories}?"
+    done: str = "{label}: {count} of {selected} selected changed."
+    parameter: str = ""
+
+
+_bulk_actions: list[BulkAction] = []
+
+
+def bulk_action_register(action: BulkAction) -> None:
+    """Offer an action on the memory list (from an AppConfig.ready())."""
+    if any(other.name == action.name for other in _bulk_actions):
+        raise ValueError(f"Bulk action registered twice: {action.name!r}")
+    if action.parameter:
+        raise ValueError(
+            f"Bulk action {action.name!r}: only memories' own actions take a parameter"
+        )
+    _bulk_actions.append(action)
+
+
+def bulk_actions() -> tuple[BulkAction, ...]:
+    return tuple(_bulk_actions)

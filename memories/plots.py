@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from html import escape
+
+from memories.scores import ScoreHistogram
 
 WIDTH = 560
 HEIGHT = 240
@@ -129,10 +131,33 @@ def _plural(count: int, word: str, plural: str = "") -> str:
     return f"{count} {word}" if count == 1 else f"{count} {plural or word + 's'}"
 
 
+def duration_text(ms: float | None) -> str:
+    """An answer time or a day's review time for people: 850 ms, 8.2 s, 3 min 10 s,
+    1 h 5 min; "—" for none (no timed answer)."""
+    if ms is None:
+        return "—"
+    if ms < 1000:
+        return f"{round(ms)} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{round(seconds)} s"
+    minutes, seconds = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
 def reviews_per_day_svg(
-    days: Sequence[tuple[date, int]], *, title: str = "Reviews per day, last 30 days"
+    days: Sequence[tuple[date, int]],
+    *,
+    times: Sequence[tuple[date, int | None]] = (),
+    title: str = "Reviews per day, last 30 days",
 ) -> str:
-    """Bar chart of grades per day, oldest first (review_statistics().reviews_per_day)."""
+    """Bar chart of grades per day, oldest first (review_statistics().reviews_per_day); with
+    `times` (the day's total answer time in ms, review_statistics().time_per_day) each bar's
+    tooltip gives it too."""
+    spent = dict(times)
     total = sum(n for _, n in days)
     if total:
         busiest_day, busiest = max(days, key=lambda pair: (pair[1], pair[0]))
@@ -142,7 +167,15 @@ def reviews_per_day_svg(
         )
     else:
         summary = f"{title}: no reviews yet."
-    bars = [(_day_label(day), n, f"{_day_label(day)}: {_plural(n, 'review')}") for day, n in days]
+    bars = [
+        (
+            _day_label(day),
+            n,
+            f"{_day_label(day)}: {_plural(n, 'review')}"
+            + (f", {duration_text(spent[day])}" if spent.get(day) is not None else ""),
+        )
+        for day, n in days
+    ]
     return _svg("reviews", title, summary, _bars(bars, label_every=7))
 
 
@@ -171,51 +204,67 @@ def _threshold_class(kind: str) -> str:
 THRESHOLD_COLOURS = {"forget": "#b3261e", "review": "#b25e00", "promote": "#1e7d32"}
 
 
+def _bound(value: float) -> str:
+    """A bin edge: three significant digits (0.0464, 0.316, 1.47, 10)."""
+    return f"{value:.3g}"
+
+
 def decay_histogram_svg(
-    counts: Sequence[int],
+    histogram: ScoreHistogram,
     *,
-    bin_width: float,
     thresholds: Sequence[Threshold],
     title: str = "Memories by decay score",
 ) -> str:
-    """Histogram of memories by decay score with the lifecycle thresholds as vertical lines.
+    """Histogram of memories by decay score on a logarithmic axis (memories.scores picks
+    its decades from the data), with the lifecycle thresholds as vertical lines.
 
-    counts[i] holds the memories scoring in [i * bin_width, (i + 1) * bin_width); the last
-    bin also holds every higher score (scores above 1 come from uses and strength).
+    Every bin spans the same factor (a sixth of a decade), so the bars are equally wide and
+    their heights compare; scores under the axis, if any, are one bar on the left that
+    says so ("below 0.001"), apart from the axis.
     """
-    bins = max(len(counts), 1)
-    x_max = bins * bin_width
-    total = sum(counts)
-    top_value = nice_ceiling(max(counts, default=0))
+    bins = histogram.bins
+    count = max(len(bins), 1)
+    band = PLOT_W / count
+    log_left = LEFT + (band if histogram.underflow else 0.0)
+    low, high = histogram.low_decade, histogram.high_decade
+    top_value = nice_ceiling(max((b.count for b in bins), default=0))
     parts = _y_axis(top_value, integer=True)
 
     def x_of(score: float) -> float:
-        return LEFT + PLOT_W * min(max(score, 0.0), x_max) / x_max
+        if score <= 0:
+            return log_left
+        position = (math.log10(score) - low) / (high - low)
+        return log_left + (LEFT + PLOT_W - log_left) * min(max(position, 0.0), 1.0)
 
     zone = [t for t in thresholds if t.kind == "review"]
     if len(zone) >= 2:
-        low, high = min(t.value for t in zone), max(t.value for t in zone)
+        zone_low, zone_high = min(t.value for t in zone), max(t.value for t in zone)
         parts.append(
-            f'<rect class="plot-zone" x="{_n(x_of(low))}" y="{TOP}" '
-            f'width="{_n(x_of(high) - x_of(low))}" height="{PLOT_H}" fill="#fff4e0"/>'
+            f'<rect class="plot-zone" x="{_n(x_of(zone_low))}" y="{TOP}" '
+            f'width="{_n(x_of(zone_high) - x_of(zone_low))}" height="{PLOT_H}" fill="#fff4e0"/>'
         )
-    band = PLOT_W / bins
-    for index, count in enumerate(counts):
-        low = index * bin_width
-        last = index == len(counts) - 1
-        span = f"{_score(low)} or more" if last else f"{_score(low)} to {_score(low + bin_width)}"
-        height = PLOT_H * count / top_value
-        tooltip = f"Score {span}: {_plural(count, 'memory', 'memories')}"
+    for index, item in enumerate(bins):
+        if item.low is None:
+            span, css = f"below {_bound(item.high)}", "plot-bar plot-bar-under"
+        else:
+            span, css = f"{_bound(item.low)} to {_bound(item.high)}", "plot-bar"
+        height = PLOT_H * item.count / top_value
+        tooltip = f"Score {span}: {_plural(item.count, 'memory', 'memories')}"
         parts.append(
-            f'<rect class="plot-bar" x="{_n(LEFT + band * index + 1)}" '
+            f'<rect class="{css}" x="{_n(LEFT + band * index + 1)}" '
             f'y="{_n(TOP + PLOT_H - height)}" width="{_n(max(band - 2, 1.0))}" '
-            f'height="{_n(height)}" fill="{ACCENT}" data-value="{count}">'
-            f"<title>{escape(tooltip)}</title>"
-            "</rect>"
+            f'height="{_n(height)}" fill="{ACCENT}" data-value="{item.count}" '
+            f'data-low="{"" if item.low is None else _bound(item.low)}" '
+            f'data-high="{_bound(item.high)}"><title>{escape(tooltip)}</title></rect>'
         )
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        if tick > x_max:
-            continue
+    if histogram.underflow:
+        parts.append(
+            f'<text class="plot-label" x="{_n(LEFT + band / 2)}" y="{HEIGHT - 10}" '
+            f'text-anchor="middle" font-size="12" fill="{MUTED}">'
+            f"&lt;{_bound(histogram.underflow.high)}</text>"
+        )
+    for decade in range(low, high + 1):
+        tick = 10.0**decade
         parts.append(
             f'<text class="plot-label" x="{_n(x_of(tick))}" y="{HEIGHT - 10}" '
             f'text-anchor="middle" font-size="12" fill="{MUTED}">{tick:g}</text>'
@@ -238,26 +287,31 @@ def decay_histogram_svg(
             f'font-size="11" fill="{colour}">{escape(threshold.label)} {threshold.value:g}'
             "</text>"
         )
+    return _svg("histogram", title, _histogram_summary(title, histogram, thresholds), parts)
+
+
+def _histogram_summary(
+    title: str, histogram: ScoreHistogram, thresholds: Sequence[Threshold]
+) -> str:
     marks = ", ".join(f"{t.label} {t.value:g}" for t in sorted(thresholds, key=lambda t: t.value))
-    if total:
-        below = _below_share(counts, bin_width, thresholds)
-        summary = f"{title}: {_plural(total, 'memory', 'memories')}{below}; "
-        summary += f"thresholds marked: {marks}."
-    else:
-        summary = f"{title}: no live memories; thresholds marked: {marks}."
-    return _svg("histogram", title, summary, parts)
-
-
-def _below_share(counts: Sequence[int], bin_width: float, thresholds: Sequence[Threshold]) -> str:
-    """', N below the forget threshold' when a bin edge falls on that threshold."""
-    forget = next((t for t in thresholds if t.kind == "forget"), None)
-    if forget is None:
-        return ""
-    edge = forget.value / bin_width
-    if abs(edge - round(edge)) > 1e-9:
-        return ""
-    below = sum(counts[: round(edge)])
-    return f", {below} below the {forget.label} threshold"
+    scale = (
+        f"logarithmic scale from {10.0**histogram.low_decade:g} to "
+        f"{10.0**histogram.high_decade:g}, each step a factor of 10"
+    )
+    total = histogram.total
+    if not total:
+        return f"{title}: no live memories; {scale}; thresholds marked: {marks}."
+    bands = ", ".join(f"{n} {name}" for name, n in histogram.bands.items() if n)
+    busiest = max(histogram.bins, key=lambda b: b.count)
+    span = (
+        f"below {_bound(busiest.high)}"
+        if busiest.low is None
+        else f"from {_bound(busiest.low)} to {_bound(busiest.high)}"
+    )
+    return (
+        f"{title}: {_plural(total, 'memory', 'memories')} ({bands}); the most, "
+        f"{busiest.count}, score {span}; {scale}; thresholds marked: {marks}."
+    )
 
 
 def decay_curve_svg(
@@ -317,11 +371,22 @@ def decay_curve_svg(
         f'y2="{TOP + PLOT_H}" stroke="{MUTED}" stroke-width="1"/>'
     )
     if points:
-        line = " ".join(f"{_n(x_of(x))},{_n(y_of(y))}" for x, y in points)
-        parts.append(
-            f'<polyline class="plot-line" points="{line}" fill="none" stroke="{ACCENT}" '
-            'stroke-width="2.5" stroke-linejoin="round"/>'
-        )
+        over, inside = _split_at_top(points, top_value)
+        if inside:
+            line = " ".join(f"{_n(x_of(x))},{_n(y_of(y))}" for x, y in inside)
+            parts.append(
+                f'<polyline class="plot-line" points="{line}" fill="none" stroke="{ACCENT}" '
+                'stroke-width="2.5" stroke-linejoin="round"/>'
+            )
+        if over:
+            # Above the scale the curve is not drawn as if it stayed at the top: a dotted
+            # line along the edge says "higher than this" for as long as it is.
+            end = inside[0][0] if inside else over[-1][0]
+            parts.append(
+                f'<line class="plot-line-over" x1="{_n(x_of(over[0][0]))}" y1="{TOP}" '
+                f'x2="{_n(x_of(end))}" y2="{TOP}" stroke="{ACCENT}" stroke-width="2.5" '
+                'stroke-dasharray="2 4"/>'
+            )
         x0, y0 = points[0]
         parts.append(
             f'<circle class="plot-dot" cx="{_n(x_of(x0))}" cy="{_n(y_of(y0))}" r="4" '
@@ -333,6 +398,19 @@ def decay_curve_svg(
                 f'font-size="12" fill="{MUTED}">{_score(y0)} now, above the scale</text>'
             )
     return _svg("curve", title, _curve_summary(title, points, thresholds), parts)
+
+
+def _split_at_top(
+    points: Sequence[tuple[float, float]], top: float
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """The points above `top`, and the rest starting where the curve comes down to `top`
+    (interpolated between the two points around it). A decay curve only falls."""
+    first = next((i for i, (_, y) in enumerate(points) if y <= top), len(points))
+    over, inside = list(points[:first]), list(points[first:])
+    if over and inside:
+        (xa, ya), (xb, yb) = over[-1], inside[0]
+        inside.insert(0, (xa + (xb - xa) * (ya - top) / (ya - yb), top))
+    return over, inside
 
 
 def _curve_summary(
@@ -353,3 +431,123 @@ def _curve_summary(
     if crossings:
         text += "; falls below " + ", ".join(crossings)
     return text + "."
+
+
+# --- The year's heatmap ------------------------------------------------------------------
+
+HEAT_CELL, HEAT_STEP = 11, 13
+HEAT_LEFT, HEAT_TOP, HEAT_BOTTOM = 30, 18, 26
+HEAT_COLOURS = ("#ebedf0", "#c6d2f5", "#8ea5eb", "#5677dc", "#2643ad")
+WEEKDAY_LABELS = {0: "Mon", 2: "Wed", 4: "Fri"}
+
+
+@dataclass(frozen=True)
+class HeatCell:
+    """One day of the heatmap: its week column, weekday row (Monday 0) and colour level
+    (0 for no review, else 1-4 by its share of the busiest day)."""
+
+    day: date
+    count: int
+    column: int
+    row: int
+    level: int
+
+
+def heat_level(count: int, busiest: int) -> int:
+    """0 for none, else 1-4: a quarter of the busiest day's reviews per level."""
+    return 0 if count <= 0 or busiest <= 0 else max(1, min(4, math.ceil(4 * count / busiest)))
+
+
+def heatmap_cells(days: Sequence[tuple[date, int]]) -> list[HeatCell]:
+    """The days (oldest first, consecutive) laid out in weeks: a column per week from the
+    Monday on or before the first day, a row per weekday."""
+    if not days:
+        return []
+    monday = days[0][0] - timedelta(days=days[0][0].weekday())
+    busiest = max(n for _, n in days)
+    return [
+        HeatCell(day, n, (day - monday).days // 7, day.weekday(), heat_level(n, busiest))
+        for day, n in days
+    ]
+
+
+def longest_streak(days: Sequence[tuple[date, int]]) -> int:
+    """The most consecutive days with a review among `days` (oldest first, consecutive)."""
+    best = run = 0
+    for _, n in days:
+        run = run + 1 if n else 0
+        best = max(best, run)
+    return best
+
+
+def heatmap_summary(days: Sequence[tuple[date, int]], *, period: str = "the last year") -> str:
+    """'214 reviews on 61 days in the last year, longest streak 9 days'."""
+    total = sum(n for _, n in days)
+    if not total:
+        return f"No reviews in {period}"
+    active = sum(1 for _, n in days if n)
+    return (
+        f"{_plural(total, 'review')} on {_plural(active, 'day')} in {period}, "
+        f"longest streak {_plural(longest_streak(days), 'day')}"
+    )
+
+
+def heatmap_svg(
+    days: Sequence[tuple[date, int]], *, title: str = "Reviews per day, last 365 days"
+) -> str:
+    """A GitHub-style calendar of reviews per day: a square per day, a column per week,
+    darker for more reviews, each with its date and count as a tooltip; months along the
+    top, Mon/Wed/Fri down the side, a Less-More legend below. Drawn at its natural size
+    (the page scrolls it sideways inside its card on a phone)."""
+    cells = heatmap_cells(days)
+    columns = (cells[-1].column + 1) if cells else 1
+    width = HEAT_LEFT + columns * HEAT_STEP + 4
+    height = HEAT_TOP + 7 * HEAT_STEP + HEAT_BOTTOM
+    summary = heatmap_summary(days)
+    parts = [f"<desc>{escape(summary)}.</desc>"]
+    for row, name in WEEKDAY_LABELS.items():
+        parts.append(
+            f'<text class="plot-label" x="{HEAT_LEFT - 4}" '
+            f'y="{HEAT_TOP + row * HEAT_STEP + HEAT_CELL - 1}" text-anchor="end" '
+            f'font-size="10" fill="{MUTED}">{name}</text>'
+        )
+    last_month_column = -3
+    for cell in cells:
+        # A month's name above the week holding its 1st (the first partial month too when
+        # it has room), never closer than three weeks to the previous name.
+        starts = cell.day.day == 1 or cell is cells[0]
+        if starts and cell.column - last_month_column >= 3 and cell.column < columns - 1:
+            parts.append(
+                f'<text class="plot-label" x="{HEAT_LEFT + cell.column * HEAT_STEP}" '
+                f'y="{HEAT_TOP - 6}" font-size="10" fill="{MUTED}">{cell.day:%b}</text>'
+            )
+            last_month_column = cell.column
+        tooltip = f"{cell.day:%a} {_day_label(cell.day)}, {cell.day.year}: "
+        tooltip += _plural(cell.count, "review") if cell.count else "no reviews"
+        parts.append(
+            f'<rect class="heat heat-{cell.level}" x="{HEAT_LEFT + cell.column * HEAT_STEP}" '
+            f'y="{HEAT_TOP + cell.row * HEAT_STEP}" width="{HEAT_CELL}" height="{HEAT_CELL}" '
+            f'rx="2" fill="{HEAT_COLOURS[cell.level]}" data-date="{cell.day.isoformat()}" '
+            f'data-count="{cell.count}"><title>{escape(tooltip)}</title></rect>'
+        )
+    legend_y = HEAT_TOP + 7 * HEAT_STEP + 8
+    legend_x = width - 4 - 5 * HEAT_STEP - 30
+    parts.append(
+        f'<text class="plot-label" x="{legend_x - 4}" y="{legend_y + HEAT_CELL - 1}" '
+        f'text-anchor="end" font-size="10" fill="{MUTED}">Less</text>'
+    )
+    for level, colour in enumerate(HEAT_COLOURS):
+        parts.append(
+            f'<rect class="heat heat-{level}" x="{legend_x + level * HEAT_STEP}" '
+            f'y="{legend_y}" width="{HEAT_CELL}" height="{HEAT_CELL}" rx="2" fill="{colour}"/>'
+        )
+    parts.append(
+        f'<text class="plot-label" x="{legend_x + 5 * HEAT_STEP + 2}" '
+        f'y="{legend_y + HEAT_CELL - 1}" font-size="10" fill="{MUTED}">More</text>'
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot plot-heatmap" '
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}: {escape(summary)}.">'
+        f"<title>{escape(title)}</title>" + "".join(parts) + "</svg>"
+    )

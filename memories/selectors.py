@@ -12,11 +12,11 @@ from django.db import connection
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from config.db import pick
 from memories.auth import Scope
 from memories.models import Memory, MemoryEvent
 from memories.plots import Threshold
 from memories.score_sql import params_cte, scored_memories_sql
+from memories.scores import ScoreHistogram, band_sql, bin_sql, score_histogram
 from memories.services.near_duplicates import near_group
 from memories.sweep import SweepConfig
 
@@ -154,12 +154,6 @@ def near_duplicates_of(memory: Memory, *, ceiling: int) -> list[Memory]:
     return near_group(memory, ceiling=ceiling)
 
 
-# The home page's histogram: bins of 0.05 from 0 to 1, the last one holding every score
-# of 1 or more (uses and strength lift scores above 1).
-HISTOGRAM_BIN_WIDTH = 0.05
-HISTOGRAM_BINS = 21
-
-
 def decay_thresholds() -> list[Threshold]:
     """Seed 003's lifecycle thresholds, as the settings set them."""
     return [
@@ -170,36 +164,35 @@ def decay_thresholds() -> list[Threshold]:
     ]
 
 
-def decay_histogram(namespace_ids: list[int], now: datetime) -> list[int]:
-    """Live memories of these namespaces counted by decay score, in one grouped query.
+def decay_histogram(namespace_ids: list[int], now: datetime) -> ScoreHistogram:
+    """Live memories of these namespaces counted by decay score, in one grouped query: per
+    log-scale bin and band (memories.scores, which picks the scale from the rows).
 
     The score is computed in the database by the decay sweep's own SQL (each memory with
     its namespace's decay model), so the formula is written once and no row reaches Python.
     """
-    counts = [0] * HISTOGRAM_BINS
+    config = SweepConfig.from_settings()
     if not namespace_ids:
-        return counts
-    p_sql, p_params = params_cte(SweepConfig.from_settings(), now)
+        return score_histogram([], config.thresholds)
+    p_sql, p_params = params_cte(config, now)
     marks = ", ".join(["%s"] * len(namespace_ids))
     scored = scored_memories_sql(where=f"m.namespace_id IN ({marks}) AND m.status IN (%s, %s)")
-    last = HISTOGRAM_BINS - 1
-    bucket = pick(
-        postgres=f"LEAST(CAST(FLOOR(score / %s) AS integer), {last})",
-        sqlite=f"MIN(CAST(score / %s AS INTEGER), {last})",
+    band, band_params = band_sql("score", config.thresholds)
+    sql = (
+        f"WITH {p_sql}, {scored} SELECT {bin_sql('score')} AS bin, {band} AS band, COUNT(*) "
+        "FROM scored GROUP BY 1, 2"
     )
-    sql = f"WITH {p_sql}, {scored} SELECT {bucket} AS bucket, COUNT(*) FROM scored GROUP BY 1"
     params = [
         *p_params,
         *namespace_ids,
         Memory.Status.ACTIVE.value,
         Memory.Status.PROMOTED.value,
-        HISTOGRAM_BIN_WIDTH,
+        *band_params,
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for bucket_index, count in cursor.fetchall():
-            counts[max(0, min(int(bucket_index), last))] += count
-    return counts
+        rows = [(None if b is None else int(b), int(k), n) for b, k, n in cursor.fetchall()]
+    return score_histogram(rows, config.thresholds)
 
 
 REINFORCE_MAX = 100

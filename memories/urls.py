@@ -74,6 +74,9 @@ api_urlpatterns = [
 
 pages = [
     path("memories/", views.memory_list, name="memory-list"),
+    path("memories/add/", views.memory_add, name="memory-add"),
+    path("memories/create", views.memory_create, name="memory-create"),
+    path("memories/bulk", views.memory_bulk, name="memory-bulk"),
     path("memories/<int:pk>/", views.memory_detail, name="memory-detail"),
     path("memories/<int:pk>/edit", views.memory_edit, name="memory-edit"),
     path("memories/<int:pk>/update", views.memory_update, name="memory-update"),

@@ -28,7 +28,9 @@ from memories.auth import Scope
 from memories.decay import decay_curve
 from memories.forms import (
     SORTS,
+    BulkActionForm,
     ForgetForm,
+    MemoryAddForm,
     MemoryEditForm,
     MemoryFilterForm,
     NamespaceCreateForm,
@@ -101,8 +103,139 @@ def memory_list(request: HttpRequest) -> HttpResponse:
         }
         for memory in page
     ]
-    context = {"form": form, "page": page, "rows": rows, "sort": sort, "now": now}
+    context = {
+        "form": form,
+        "page": page,
+        "rows": rows,
+        "sort": sort,
+        "now": now,
+        "bulk_form": BulkActionForm(ceiling=scope.ceiling),
+    }
     return render_page(request, "memories/memory_list.html", context, partial="results")
+
+
+def _add_page(
+    request: HttpRequest, form: MemoryAddForm, *, existing: Memory | None = None
+) -> HttpResponse:
+    form.focus_first_error(default="content")
+    has_namespaces = bool(form.fields["namespace"].choices)
+    context = {"form": form, "existing": existing, "has_namespaces": has_namespaces}
+    return render_page(request, "memories/memory_add.html", context)
+
+
+def _add_form(request: HttpRequest, data=None, **kwargs: Any) -> MemoryAddForm:
+    scope = Scope.of(request)
+    namespaces = list(scope.namespaces().order_by("name"))
+    return MemoryAddForm(data, namespaces=namespaces, ceiling=scope.ceiling, **kwargs)
+
+
+@require_GET
+@login_required
+def memory_add(request: HttpRequest) -> HttpResponse:
+    """The Add memory page; `?namespace=<slug>` (the list's) picks the namespace."""
+    initial = {"namespace": request.GET.get("namespace", "")}
+    return _add_page(request, _add_form(request, initial=initial))
+
+
+@require_POST
+@login_required
+def memory_create(request: HttpRequest) -> HttpResponse:
+    """Store the memory through memory_create, as the API does (its input rules, the
+    person's ceiling for duplicates). A text a live memory of the namespace already holds
+    is not stored twice: the page says so and links to that memory."""
+    scope = Scope.of(request)
+    form = _add_form(request, request.POST)
+    if form.is_valid():
+        fields = dict(form.memory_fields)
+        namespace = scope.namespaces().get(slug=fields.pop("namespace"))  # a choice of them
+        try:
+            memory = services.memory_create(
+                namespace=namespace,
+                actor=request.user,
+                source=DASHBOARD_SOURCE,
+                prevalidated=True,  # MemoryAddForm ran the API's input rules
+                dedupe_ceiling=scope.ceiling,
+                **fields,
+            )
+        except ValidationError as error:
+            add_service_errors(form, error)
+        else:
+            if memory.deduplicated:
+                fresh = _add_form(request, initial={"namespace": namespace.slug})
+                return _add_page(request, fresh, existing=memory)
+            messages.success(request, f"Memory #{memory.pk} added to {namespace.name}.")
+            return see_other(reverse("memory-detail", args=[memory.pk]))
+    return _add_page(request, form)
+
+
+BULK_EXAMPLES = 10
+
+
+@require_POST
+@login_required
+def memory_bulk(request: HttpRequest) -> HttpResponse:
+    """An action on the memories selected on the list, in two steps: the first names the
+    count and asks ("Forget 3 memories?"), the second (`confirmed`) runs it through
+    memories_bulk_apply and returns to the list (`next`) with what changed. Ids the person
+    cannot see (another user's, above the ceiling, gone) are left out exactly as missing
+    ones: never acted on, counted or shown. With htmx the question is a panel of the list;
+    without, a page of its own."""
+    scope = Scope.of(request)
+    back = safe_next(request, reverse("memory-list"))
+    form = BulkActionForm(request.POST, ceiling=scope.ceiling)
+    action, values, count, selected = None, {}, 0, Memory.objects.none()
+    form.is_valid()
+    if form.cleaned_data.get("selected"):
+        # The selection is kept (and shown) whatever else needs fixing.
+        selected = scope.memories().filter(pk__in=form.cleaned_data["selected"])
+        count = selected.count()
+        if not count:
+            form.add_error("ids", "Select at least one memory.")
+    if form.is_valid():
+        try:
+            action, values = services.memories_bulk_check(
+                action=form.cleaned_data["action"], params=form.params(), ceiling=scope.ceiling
+            )
+        except ValidationError as error:
+            add_service_errors(form, error)
+    if form.is_valid() and form.cleaned_data["confirmed"]:
+        try:
+            action, values, changed = services.memories_bulk_apply(
+                action=form.cleaned_data["action"],
+                memories=selected,
+                params=form.params(),
+                actor=request.user,
+                source=DASHBOARD_SOURCE,
+                ceiling=scope.ceiling,
+            )
+        except ValidationError as error:
+            add_service_errors(form, error)
+        else:
+            text = services.bulk_action_text(action, values, count=changed, selected=count)
+            messages.success(request, text)
+            return see_other(back)
+    question = services.bulk_action_text(action, values, count=count) if form.is_valid() else ""
+    form.focus_first_error()
+    context = {
+        "form": form,
+        "question": question,
+        "values": values,
+        "ids": list(selected.values_list("pk", flat=True)) if count else [],
+        "examples": list(
+            selected.select_related("namespace").order_by("-created_at", "-id")[:BULK_EXAMPLES]
+        )
+        if count
+        else [],
+        "count": count,
+        "next": back,
+    }
+    # A refusal is a 400 page naming the field; htmx swaps in 2xx answers only, so its
+    # panel with the same errors comes back as a 200.
+    htmx = getattr(request, "htmx", None)
+    status = 200 if form.is_valid() or htmx else 400
+    return render_page(
+        request, "memories/memory_bulk.html", context, partial="confirm", status=status
+    )
 
 
 @require_GET

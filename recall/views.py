@@ -4,28 +4,37 @@ The query string holds the whole search (q, namespace, topic, tier, since, until
 classification, include_expired), so a search is a link that can be shared; htmx swaps
 only the results as one types. A person looking is not an agent using a memory, so the
 page recalls with track=False: no boosts, no use counts (the RecallEvent is still kept).
+What each result matched, its relevance and why associative results and digests are there
+are recall.explain's; the page shows recall's results in recall's order, less the
+associative results and digests below the relevance floor.
 """
 
 from __future__ import annotations
 
-import re
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from config.web import render_page, user_tz
 from memories.auth import Scope
 from memories.forms import DashboardForm, add_service_errors
 from memories.models import Classification, Memory, Namespace
-from memories.text import fold
-from recall.pipeline import RecallHit
+from recall import selectors
+from recall.explain import (
+    RELEVANCE_FLOOR,
+    DigestExplanation,
+    explain_digests,
+    explain_hits,
+    highlight,
+    relevance_help,
+)
+from recall.pipeline import RecallHit, RecallResult
 from recall.services import MAX_LIMIT, recall_run
 from recall.stages.query import analyse_query
 
@@ -43,7 +52,6 @@ BOOST_NAMES = {
 }
 LIMITS = (10, 20, 50)
 TIER_LABELS = dict(Memory.Tier.choices)
-_WORD = re.compile(r"\w+")
 
 
 class SearchForm(DashboardForm):
@@ -80,28 +88,6 @@ class SearchForm(DashboardForm):
         ]
 
 
-def highlight(text: str, terms: list[str]) -> SafeString:
-    """The text, escaped, with the words that match a query term wrapped in <mark>.
-
-    Terms are folded query words (recall.stages.analyse_query); a word matches when its
-    folded form starts with a term, or a term starts with it (stems: "database" and
-    "databases"), so the marks follow what full-text search matched closely enough.
-    """
-    if not terms:
-        return escape(text)
-    parts: list[str] = []
-    last = 0
-    for match in _WORD.finditer(text):
-        word = fold(match.group())
-        if any(word.startswith(t) or (len(word) >= 4 and t.startswith(word)) for t in terms):
-            parts.append(escape(text[last : match.start()]))
-            parts.append(f"<mark>{escape(match.group())}</mark>")
-            last = match.end()
-    parts.append(escape(text[last:]))
-    # Every piece was escaped above, so the joined string is safe.
-    return mark_safe("".join(parts))
-
-
 def _day_bounds(since: date | None, until: date | None) -> tuple[datetime | None, datetime | None]:
     """Local days to instants: from the start of `since` to the end of `until` (inclusive)."""
     tz = user_tz()
@@ -125,11 +111,26 @@ def _supersede_offers(hit: RecallHit, namespaces: dict[int, str]) -> list[dict[s
     return offers
 
 
-def _hit_rows(result, terms: list[str]) -> list[dict[str, Any]]:
-    namespaces = {hit.memory_id: hit.namespace for hit in result.results}
-    return [
+def _hit_rows(
+    result: RecallResult, terms: list[str], namespace_ids: set[int]
+) -> tuple[list[dict[str, Any]], int]:
+    """The results the page shows, each with its explanation (recall.explain), and how many
+    associative results it leaves out below the relevance floor."""
+    hits = result.results
+    namespaces = {hit.memory_id: hit.namespace for hit in hits}
+    direct = [hit.memory_id for hit in hits if not hit.associative]
+    associative = [hit.memory_id for hit in hits if hit.associative]
+    explanations = explain_hits(
+        hits,
+        terms=terms,
+        originals=selectors.original_texts(direct),
+        links=selectors.links_between(associative, direct, namespace_ids),
+        spread=settings.RECALL_ASSOCIATION_SPREAD,
+    )
+    rows = [
         {
             "hit": hit,
+            "why": why,
             "supersede": _supersede_offers(hit, namespaces),
             "content": highlight(hit.content, terms),
             "tier": TIER_LABELS.get(hit.metadata.get("tier"), hit.metadata.get("tier") or ""),
@@ -139,8 +140,10 @@ def _hit_rows(result, terms: list[str]) -> list[dict[str, Any]]:
             ],
             "boosts": [(BOOST_NAMES.get(name, name), value) for name, value in hit.boosts.items()],
         }
-        for hit in result.results
+        for hit, why in zip(hits, explanations, strict=True)
+        if why.shown
     ]
+    return rows, len(hits) - len(rows)
 
 
 @require_GET
@@ -152,6 +155,8 @@ def search(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.GET or None, namespaces=namespaces)
     result = None
     rows: list[dict[str, Any]] = []
+    digests: list[DigestExplanation] = []
+    hidden_results = 0
     query = ""
     if form.is_bound and form.is_valid():
         f = form.cleaned_data
@@ -179,18 +184,26 @@ def search(request: HttpRequest) -> HttpResponse:
             except ValidationError as error:
                 add_service_errors(form, error)
             else:
-                rows = _hit_rows(result, analyse_query(query).terms)
+                terms = analyse_query(query).terms
+                rows, hidden_results = _hit_rows(result, terms, {ns.pk for ns in chosen})
+                digests = explain_digests(result.digests, terms=terms)
     timings = []
     if result is not None:
         timings = [
             {"code": code, "name": STAGE_NAMES.get(code, code), **timing}
             for code, timing in result.stage_timings.items()
         ]
+    shown_digests = [d for d in digests if d.shown]
     context = {
         "form": form,
         "query": query,
         "result": result,
         "rows": rows,
+        "digests": shown_digests,
+        "hidden_results": hidden_results,
+        "hidden_digests": len(digests) - len(shown_digests),
+        "relevance_floor": RELEVANCE_FLOOR,
+        "relevance_help": relevance_help(settings.RECALL_ASSOCIATION_SPREAD),
         "timings": timings,
         "has_namespaces": bool(namespaces),
     }

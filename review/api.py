@@ -1,4 +1,5 @@
-"""Review endpoints: due queue, grading and undo, study sessions, cram, statistics.
+"""Review endpoints: due queue, grading and undo, study sessions, cram, statistics, and FSRS
+parameters fitted to the person's reviews.
 
 Every card and session is looked up inside the caller's scope (namespaces and ceiling),
 so anything else answers 404. Views validate, call one service, serialize.
@@ -22,14 +23,16 @@ from rest_framework.views import APIView
 from config.serializers import (
     StrictBooleanField,
     StrictCharField,
+    StrictDateTimeField,
     StrictIntegerField,
     StrictSerializer,
     StrictSlugField,
 )
 from memories.auth import Scope
-from memories.models import Memory, Namespace
-from review import selectors, services
+from memories.models import LIVE_STATUSES, Classification, Memory, Namespace
+from review import optimizer, selectors, services
 from review.models import MAX_DURATION_MS, Card, StudySession
+from review.selectors.cards import fsrs_parameters_in_use
 from review.sm2 import Button
 
 BUTTONS = {"again": Button.AGAIN, "hard": Button.HARD, "good": Button.GOOD, "easy": Button.EASY}
@@ -211,6 +214,14 @@ class StatsOutput(serializers.Serializer):
     agent_reinforcement = AgentReinforcementOutput(
         help_text="Grades that were not the person's (not counted in the figures above)"
     )
+    average_answer_ms = serializers.FloatField(
+        allow_null=True,
+        help_text="Mean answer time of the person's timed grades, in ms (null: none timed)",
+    )
+    timed_reviews = serializers.IntegerField(help_text="The person's grades with an answer time")
+    time_today_ms = serializers.IntegerField(
+        allow_null=True, help_text="Total answer time today in tz, in ms (null: none timed)"
+    )
 
 
 def _days(delta: timedelta) -> float:
@@ -356,6 +367,113 @@ class CardGradeView(APIView):
             duration_ms=data.validated_data.get("duration_ms"),
         )
         return Response(LogOutput(log).data, status=status.HTTP_201_CREATED)
+
+
+class CardStateOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    memory = serializers.IntegerField(source="memory_id")
+    suspended_at = serializers.DateTimeField(
+        allow_null=True, help_text="Set while the card is suspended: review never shows it."
+    )
+    buried_until = serializers.DateTimeField(
+        allow_null=True, help_text="Review does not show the card before this moment."
+    )
+    lapses = serializers.IntegerField(help_text="Failing grades after the card was learned.")
+    leech = serializers.BooleanField(
+        help_text="Lapsed the namespace's leech_threshold times: suspended, to be rewritten."
+    )
+    next_review = serializers.DateTimeField(allow_null=True)
+
+
+class BuryInput(StrictSerializer):
+    until = StrictDateTimeField(
+        required=False, help_text="When the card may come back; default: the start of tomorrow."
+    )
+    tz = StrictCharField(required=False, max_length=64, help_text="IANA time zone of 'tomorrow'.")
+
+
+class UnsuspendInput(StrictSerializer):
+    clear_leech = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Also drop the leech tag and its lapses (after rewriting the memory).",
+    )
+
+
+def _card_any_state(scope: Scope, pk: int) -> Card:
+    """A card of a live memory in scope, suspended or buried as well (reviewable() leaves
+    those out, and they are what these routes act on)."""
+    return get_object_or_404(
+        Card.objects.filter(
+            namespace_id__in=scope.namespace_ids,
+            memory__classification__lte=scope.ceiling,
+            memory__status__in=LIVE_STATUSES,
+        ),
+        pk=pk,
+    )
+
+
+def _card_state_response(card: Card) -> Response:
+    card.refresh_from_db()
+    return Response(CardStateOutput(card).data)
+
+
+class CardSuspendView(APIView):
+    @extend_schema(
+        request=None,
+        responses=CardStateOutput,
+        tags=["review"],
+        summary="Suspend a card: review never shows it until it is unsuspended",
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        card = _card_any_state(Scope.of(request), pk)
+        services.cards_suspend(memories=Memory.objects.filter(pk=card.memory_id))
+        return _card_state_response(card)
+
+    @extend_schema(
+        request=UnsuspendInput,
+        responses=CardStateOutput,
+        tags=["review"],
+        summary="Unsuspend a card (clear_leech: also drop its leech tag and lapses)",
+    )
+    def delete(self, request: Request, pk: int) -> Response:
+        card = _card_any_state(Scope.of(request), pk)
+        data = UnsuspendInput(data=request.data or {})
+        data.is_valid(raise_exception=True)
+        services.cards_unsuspend(
+            memories=Memory.objects.filter(pk=card.memory_id),
+            clear_leech=data.validated_data["clear_leech"],
+        )
+        return _card_state_response(card)
+
+
+class CardBuryView(APIView):
+    @extend_schema(
+        request=BuryInput,
+        responses=CardStateOutput,
+        tags=["review"],
+        summary="Bury a card until tomorrow (or `until`): review leaves it out until then",
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        card = _card_any_state(Scope.of(request), pk)
+        data = BuryInput(data=request.data or {})
+        data.is_valid(raise_exception=True)
+        now = timezone.now()
+        until = data.validated_data.get("until")
+        if until is None:
+            _, until = selectors.local_day_bounds(_tz(data.validated_data.get("tz")), now)
+        elif until <= now:
+            raise serializers.ValidationError({"until": ["Must be in the future."]})
+        services.cards_bury(memories=Memory.objects.filter(pk=card.memory_id), until=until)
+        return _card_state_response(card)
+
+    @extend_schema(
+        request=None, responses=CardStateOutput, tags=["review"], summary="Unbury a card now"
+    )
+    def delete(self, request: Request, pk: int) -> Response:
+        card = _card_any_state(Scope.of(request), pk)
+        services.cards_unbury(memories=Memory.objects.filter(pk=card.memory_id))
+        return _card_state_response(card)
 
 
 class CardUndoView(APIView):
@@ -538,7 +656,10 @@ class StatsView(APIView):
                 "retention_last_30_days": stats.retention_last_30_days,
                 "streak": stats.streak,
                 "reviews_per_day": [
-                    {"date": d.isoformat(), "reviews": n} for d, n in stats.reviews_per_day
+                    {"date": d.isoformat(), "reviews": n, "time_ms": ms}
+                    for (d, n), (_, ms) in zip(
+                        stats.reviews_per_day, stats.time_per_day, strict=True
+                    )
                 ],
                 "forecast": [{"date": d.isoformat(), "due": n} for d, n in stats.forecast],
                 "agent_reinforcement": {
@@ -546,6 +667,9 @@ class StatsView(APIView):
                     "implicit": stats.agent_reinforcement.implicit,
                     "today": stats.agent_reinforcement.today,
                 },
+                "average_answer_ms": stats.average_answer_ms,
+                "timed_reviews": stats.timed_reviews,
+                "time_today_ms": stats.time_today_ms,
                 "decks": [
                     {
                         "deck": s.deck,
@@ -559,3 +683,143 @@ class StatsView(APIView):
                 ],
             }
         )
+
+
+# --- FSRS parameters fitted to the namespace's reviews (review.services.optimize) --------
+
+
+class OptimizeInput(StrictSerializer):
+    namespace = StrictSlugField()
+
+
+class OptimizeQuery(StrictSerializer):
+    namespace = serializers.SlugField()
+
+
+class FitMetricsOutput(serializers.Serializer):
+    log_loss = serializers.FloatField(help_text="Mean cross-entropy of predicted recall")
+    rmse_bins = serializers.FloatField(help_text="FSRS benchmark's binned RMSE")
+
+
+class FitOutput(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["queued", "running", "done", "failed"])
+    message = serializers.CharField()
+    requested_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(required=False)
+    engine = serializers.CharField()
+    reviews = serializers.IntegerField(
+        allow_null=True, help_text="Reviews fitted on; null when some were above your ceiling"
+    )
+    eval_predictions = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Recent reviews the figures are measured on"
+    )
+    before = FitMetricsOutput(required=False, help_text="The parameters in use before the fit")
+    before_parameters = serializers.ChoiceField(
+        choices=["defaults", "fitted"], required=False, help_text="Which those were"
+    )
+    after = FitMetricsOutput(required=False, help_text="The fitted parameters")
+    parameters = serializers.ListField(child=serializers.FloatField(), required=False)
+    applied = serializers.BooleanField(help_text="The fitted parameters are the ones in use")
+
+
+class OptimizeOutput(serializers.Serializer):
+    namespace = serializers.CharField()
+    parameters = serializers.ListField(
+        child=serializers.FloatField(),
+        allow_null=True,
+        help_text="The FSRS parameters in use; null: fsrs's defaults",
+    )
+    reviews = serializers.IntegerField(help_text="Your reviews a fit would learn from")
+    min_reviews = serializers.IntegerField()
+    fit = FitOutput(allow_null=True, help_text="The last fit")
+
+
+def _optimize_payload(namespace: Namespace, scope: Scope) -> dict[str, Any]:
+    """The namespace's FSRS parameters and last fit as this caller may see them: of a fit
+    that read reviews above the caller's ceiling, the figures but not how many reviews."""
+    fit = namespace.fsrs_fit if isinstance(namespace.fsrs_fit, dict) else None
+    if fit is not None:
+        fitted_at = fit.get("ceiling")
+        if (Classification.RESTRICTED if fitted_at is None else fitted_at) > scope.ceiling:
+            fit = {key: value for key, value in fit.items() if key in FIT_FIGURES}
+            fit["reviews"] = None
+            fit["message"] = (
+                "Fitted to reviews that include some above your classification ceiling; "
+                "their number is not shown."
+            )
+    return {
+        "namespace": namespace.slug,
+        "parameters": fsrs_parameters_in_use(namespace),
+        "reviews": services.optimize_reviews(namespace=namespace, ceiling=scope.ceiling).count(),
+        "min_reviews": optimizer.MIN_REVIEWS,
+        "fit": fit,
+    }
+
+
+# What a fit record shows a caller whose ceiling is below the fit's: nothing counted.
+FIT_FIGURES = frozenset(
+    {
+        "status",
+        "requested_at",
+        "started_at",
+        "finished_at",
+        "engine",
+        "evaluation_share",
+        "min_reviews",
+        "before",
+        "before_parameters",
+        "after",
+        "parameters",
+        "applied",
+        "reset_at",
+    }
+)
+
+
+class OptimizeView(APIView):
+    @extend_schema(
+        parameters=[OptimizeQuery],
+        responses=OptimizeOutput,
+        tags=["review"],
+        summary="The namespace's FSRS parameters and its last fit",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        query = OptimizeQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        namespace = scope.namespace(query.validated_data["namespace"])
+        return Response(_optimize_payload(namespace, scope))
+
+    @extend_schema(
+        request=OptimizeInput,
+        responses={200: OptimizeOutput, 202: OptimizeOutput},
+        tags=["review"],
+        summary="Fit FSRS parameters to your reviews in the namespace (202: in the worker); "
+        "below the minimum number of reviews a 400 naming `namespace`",
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        data = OptimizeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        namespace = scope.namespace(data.validated_data["namespace"])
+        outcome = services.namespace_optimize(namespace=namespace, ceiling=scope.ceiling)
+        return Response(
+            _optimize_payload(namespace, scope),
+            status=status.HTTP_202_ACCEPTED if outcome.queued else status.HTTP_200_OK,
+        )
+
+
+class OptimizeResetView(APIView):
+    @extend_schema(
+        request=OptimizeInput,
+        responses=OptimizeOutput,
+        tags=["review"],
+        summary="Schedule the namespace with fsrs's default parameters again",
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        data = OptimizeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        namespace = scope.namespace(data.validated_data["namespace"])
+        services.namespace_fsrs_reset(namespace=namespace)
+        return Response(_optimize_payload(namespace, scope))

@@ -24,6 +24,8 @@ class GradeForm(forms.Form):
     # again/hard/good/easy or 0-5: review.services.grade_quality decides what is valid.
     grade = forms.CharField(max_length=10)
     version = forms.IntegerField(min_value=0, required=False)
+    # When the page showed the card (epoch ms): the answer time runs from it.
+    shown_at = forms.IntegerField(min_value=0, required=False)
 
 
 class CramAnswerForm(forms.Form):

@@ -5,6 +5,8 @@
 - memories_recalled: an agent's tracked recall of a due memory is an implicit review
   (issue 7), when the namespace setting allows it.
 - Namespace export and import carry cards and review logs (review.transfer).
+- The memory list's bulk actions on cards: suspend, unsuspend, bury, unbury, review now
+  (review.bulk_actions).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from memories import hooks
 from memories.models import Memory
+from review.bulk_actions import REVIEW_BULK_ACTIONS
 from review.models import Card
 from review.services import (
     card_grade_implicit,
@@ -46,3 +49,5 @@ def connect() -> None:
         implicit_reviews_for_recalled, sender=Memory, dispatch_uid="review.implicit_reviews"
     )
     hooks.transfer_part_register(CardsTransferPart())
+    for action in REVIEW_BULK_ACTIONS:
+        hooks.bulk_action_register(action)

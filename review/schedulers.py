@@ -8,6 +8,7 @@ keeps its own memory model in the JSON-safe `fsrs` dict.
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,13 @@ from memories.decay import require_finite
 from review import sm2
 from review.sm2 import Button, SM2Config, SM2State
 
+logger = logging.getLogger(__name__)
+
+# FSRS-6's parameter vector, as fsrs 6.x takes it: 21 numbers, each within fsrs's bounds.
+FSRS_DEFAULT_PARAMETERS: tuple[float, ...] = tuple(fsrs.scheduler.DEFAULT_PARAMETERS)
+FSRS_PARAMETER_BOUNDS: tuple[tuple[float, float], ...] = tuple(
+    zip(fsrs.scheduler.LOWER_BOUNDS_PARAMETERS, fsrs.scheduler.UPPER_BOUNDS_PARAMETERS, strict=True)
+)
 # 0-2 are all failures in SM-2; FSRS has one failing rating.
 _RATING_FOR_QUALITY = {
     0: fsrs.Rating.Again,
@@ -28,6 +36,29 @@ _RATING_FOR_QUALITY = {
     4: fsrs.Rating.Good,
     5: fsrs.Rating.Easy,
 }
+
+
+def fsrs_rating(quality: int) -> int:
+    """The FSRS rating (1 Again, 2 Hard, 3 Good, 4 Easy) of a 0-5 grade."""
+    return int(_RATING_FOR_QUALITY[sm2.validate_quality(quality)])
+
+
+def fsrs_parameters_problem(values: Any) -> str | None:
+    """Why `values` is not an FSRS-6 parameter vector fsrs 6.x accepts, or None if it is:
+    a list of 21 finite numbers, each within fsrs's bounds."""
+    count = len(FSRS_DEFAULT_PARAMETERS)
+    if not isinstance(values, list | tuple):
+        return f"expected a list of {count} numbers, got {type(values).__name__}"
+    if len(values) != count:
+        return f"expected {count} parameters, got {len(values)}"
+    for index, (value, (low, high)) in enumerate(zip(values, FSRS_PARAMETER_BOUNDS, strict=True)):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"parameter {index} is not a number: {value!r}"
+        if not math.isfinite(value):
+            return f"parameter {index} is not finite: {value!r}"
+        if not low <= value <= high:
+            return f"parameter {index} = {value} is outside fsrs's bounds [{low}, {high}]"
+    return None
 
 
 @dataclass(frozen=True)
@@ -119,16 +150,38 @@ class SM2Scheduler:
 
 
 class FSRSScheduler:
-    """FSRS through the `fsrs` package; fuzzing is off by default so runs are reproducible."""
+    """FSRS through the `fsrs` package; fuzzing is off by default so runs are reproducible.
+
+    `parameters`: a fitted FSRS-6 vector (review.optimizer), None for fsrs's defaults. They
+    are usually read from a namespace row, so an unusable vector (wrong length, not finite,
+    out of bounds) never makes a read fail: it is logged and the defaults are used, and
+    `fitted` says which happened.
+    """
 
     name = "fsrs"
 
-    def __init__(self, desired_retention: float = 0.9, *, enable_fuzzing: bool = False) -> None:
+    def __init__(
+        self,
+        desired_retention: float = 0.9,
+        *,
+        enable_fuzzing: bool = False,
+        parameters: list[float] | tuple[float, ...] | None = None,
+    ) -> None:
         # fsrs takes any retention; NaN would only fail later, as an unnamed rounding error.
         if not 0 < require_finite("desired_retention", desired_retention) < 1:
             raise ValueError(f"desired_retention must be between 0 and 1, got {desired_retention}")
+        self.parameters = FSRS_DEFAULT_PARAMETERS
+        if parameters is not None:
+            problem = fsrs_parameters_problem(parameters)
+            if problem is None:
+                self.parameters = tuple(float(value) for value in parameters)
+            else:
+                logger.warning("Unusable FSRS parameters (%s); using the defaults", problem)
+        self.fitted = self.parameters != FSRS_DEFAULT_PARAMETERS
         self._scheduler = fsrs.Scheduler(
-            desired_retention=desired_retention, enable_fuzzing=enable_fuzzing
+            parameters=self.parameters,
+            desired_retention=desired_retention,
+            enable_fuzzing=enable_fuzzing,
         )
 
     def initial_state(self) -> CardState:
@@ -193,13 +246,17 @@ class FSRSScheduler:
 
 
 def get_scheduler(
-    name: str, *, sm2_config: SM2Config | None = None, desired_retention: float = 0.9
+    name: str,
+    *,
+    sm2_config: SM2Config | None = None,
+    desired_retention: float = 0.9,
+    fsrs_parameters: list[float] | tuple[float, ...] | None = None,
 ) -> Scheduler:
-    """Scheduler by name: "sm2" or "fsrs"."""
+    """Scheduler by name: "sm2" or "fsrs" (with `fsrs_parameters`, None for the defaults)."""
     if name == SM2Scheduler.name:
         return SM2Scheduler(sm2_config)
     if name == FSRSScheduler.name:
-        return FSRSScheduler(desired_retention)
+        return FSRSScheduler(desired_retention, parameters=fsrs_parameters)
     raise ValueError(f"unknown scheduler {name!r}; expected 'sm2' or 'fsrs'")
 
 

@@ -12,8 +12,11 @@ import zoneinfo
 from datetime import datetime, timedelta
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
@@ -23,14 +26,32 @@ from django.views.decorators.http import require_GET, require_POST
 
 from config.web import render_page, see_other, user_tz
 from memories.auth import Scope
+from memories.forms import DashboardForm
 from memories.models import LIVE_STATUSES, BackgroundRun, MemoryEvent, Namespace
-from memories.plots import decay_histogram_svg, forecast_svg, reviews_per_day_svg
-from memories.selectors import HISTOGRAM_BIN_WIDTH, decay_histogram, decay_thresholds
+from memories.plots import (
+    decay_histogram_svg,
+    forecast_svg,
+    heatmap_summary,
+    heatmap_svg,
+    reviews_per_day_svg,
+)
+from memories.selectors import decay_histogram, decay_thresholds
+from memories.services import memory_update
 from memories.sweep import EVENT_SOURCE
-from review import selectors, services
+from memories.views import DASHBOARD_SOURCE
+from review import optimizer, selectors, services
 from review.api import card_payload
 from review.forms import CramAnswerForm, GradeForm, StartForm
 from review.models import Card, ReviewLog, StudySession
+from review.selectors.browser import (
+    CARD_SORTS,
+    CARD_STATES,
+    browser_cards,
+    browser_decks,
+    browser_page_source,
+)
+from review.selectors.cards import fsrs_parameters_in_use
+from review.services.sessions import LEARNING_HORIZON
 from review.sm2 import Button
 
 BUTTONS = (
@@ -156,17 +177,18 @@ def _stats_context(
     if namespace is None:
         return {"selected": None}
     stats = selectors.review_statistics(namespace=namespace, tz=tz, now=now, ceiling=scope.ceiling)
-    counts = decay_histogram([namespace.pk], now)
+    histogram = decay_histogram([namespace.pk], now)
     return {
         "selected": namespace,
         "stats": stats,
         "reviews_today": stats.reviews_today,
-        "reviews_plot": reviews_per_day_svg(stats.reviews_per_day),
+        "reviews_plot": reviews_per_day_svg(stats.reviews_per_day, times=stats.time_per_day),
         "forecast_plot": forecast_svg(stats.forecast),
-        "histogram_plot": decay_histogram_svg(
-            counts, bin_width=HISTOGRAM_BIN_WIDTH, thresholds=decay_thresholds()
-        ),
-        "memories_scored": sum(counts),
+        "heatmap_plot": heatmap_svg(stats.reviews_per_day_year),
+        "heatmap_summary": heatmap_summary(stats.reviews_per_day_year),
+        "histogram_plot": decay_histogram_svg(histogram, thresholds=decay_thresholds()),
+        "histogram": histogram,
+        "memories_scored": histogram.total,
     }
 
 
@@ -246,12 +268,30 @@ def review_start(request: HttpRequest) -> HttpResponse:
     return see_other(reverse("review-session", args=[session.pk]))
 
 
-def _card_context(card: Card, namespace: Namespace, now: datetime) -> dict[str, Any]:
+FRONT_LABELS = {
+    "cue": "Your cue",
+    "cloze": "Cloze",
+    "first_line": "First line",
+    "topic": "Topic",
+}
+
+
+def _card_context(
+    card: Card, namespace: Namespace, now: datetime, *, practice: bool = False
+) -> dict[str, Any]:
+    """A card and its buttons. `practice`: a repeat in a session whose grade does not
+    reschedule the card (seed 004), so its buttons show no interval."""
     payload = card_payload(card, namespace, now=now)
+    front = selectors.card_front(card.memory, namespace)
     return {
         "card": card,
         "memory": card.memory,
         "payload": payload,
+        "front": front,
+        "front_label": FRONT_LABELS[front.kind],
+        "practice": practice,
+        # When the card was shown (epoch ms): the grade's answer time is measured from it.
+        "shown_at": int(now.timestamp() * 1000),
         "live": card.memory.status in LIVE_STATUSES,
         "buttons": [
             {
@@ -259,7 +299,11 @@ def _card_context(card: Card, namespace: Namespace, now: datetime) -> dict[str, 
                 "name": name,
                 "key": key,
                 "label": label,
-                "interval": format_interval(payload["preview"][name]),
+                "interval": (
+                    ("again" if int(button) < services.SESSION_PASS_QUALITY else "done")
+                    if practice
+                    else format_interval(payload["preview"][name])
+                ),
             }
             for button, name, key, label in BUTTONS
         ],
@@ -287,8 +331,14 @@ def _study_context(
         ).exists(),
     }
     if item is not None:
-        context.update(_card_context(item.card, session.namespace, now))
+        practice = item.first_grade is not None and item.due_at is None
+        context.update(_card_context(item.card, session.namespace, now, practice=practice))
+    elif progress.waiting_until is not None:
+        wait = progress.waiting_until - now
+        context["wait_seconds"] = max(1, int(wait.total_seconds()) + 1)
+        context["wait_label"] = format_interval(wait.total_seconds() / 86400)
     else:
+        context["time"] = selectors.session_answer_time(session=session, ceiling=ceiling)
         grades = selectors.study_session_first_grades(
             session=session, ceiling=ceiling, live_only=LIVE_ONLY
         )
@@ -341,6 +391,11 @@ def review_grade(request: HttpRequest, pk: int) -> HttpResponse:
         pk=form.cleaned_data["card"],
     )
     error = ""
+    shown_at = form.cleaned_data["shown_at"]
+    duration_ms = None
+    if shown_at is not None:
+        # Measured on the server from the moment the page showed the card.
+        duration_ms = max(0, int(timezone.now().timestamp() * 1000) - shown_at)
     try:
         services.study_session_grade(
             session=session,
@@ -348,9 +403,67 @@ def review_grade(request: HttpRequest, pk: int) -> HttpResponse:
             grade=form.cleaned_data["grade"],
             user=request.user,
             expected_version=form.cleaned_data["version"],
+            duration_ms=duration_ms,
         )
     except services.ReviewError as exc:
         error = exc.message
+    session.refresh_from_db()
+    return _study_response(request, session, error=error)
+
+
+def _session_card(session: StudySession, raw: str | None) -> Card | None:
+    """The session's card named by the form's `card`, or None (never another session's)."""
+    if not (raw or "").isdigit():
+        return None
+    return (
+        Card.objects.filter(pk=int(raw), session_items__session=session)
+        .select_related("memory", "namespace")
+        .first()
+    )
+
+
+@require_POST
+@login_required
+def review_cue(request: HttpRequest, pk: int) -> HttpResponse:
+    """Write or change the shown card's cue (its question), then show the card again."""
+    session = _session(request, pk, StudySession.Mode.STUDY)
+    card = _session_card(session, request.POST.get("card"))
+    if card is None or card.memory.classification > Scope.of(request).ceiling:
+        return _study_response(request, session, error="That card is not in this session.")
+    error = ""
+    try:
+        memory_update(
+            memory=card.memory,
+            changes={"cue": request.POST.get("cue", "").strip()},
+            actor=request.user,
+            source=DASHBOARD_SOURCE,
+        )
+    except ValidationError as exc:
+        error = " ".join(" ".join(m) for m in exc.message_dict.values())
+    return _study_response(request, session, error=error)
+
+
+@require_POST
+@login_required
+def review_set_aside(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    """Bury the shown card until tomorrow or suspend it; either way it leaves the session."""
+    session = _session(request, pk, StudySession.Mode.STUDY)
+    card = _session_card(session, request.POST.get("card"))
+    if card is None or card.memory.classification > Scope.of(request).ceiling:
+        return _study_response(request, session, error="That card is not in this session.")
+    _, tomorrow = selectors.local_day_bounds(user_tz(), timezone.now())
+    error = ""
+    try:
+        services.study_session_set_aside(
+            session=session, card=card, suspend=action == "suspend", until=tomorrow
+        )
+    except services.ReviewError as exc:
+        error = exc.message
+    else:
+        if action == "suspend":
+            messages.success(request, "Card suspended: it stays out of review until unsuspended.")
+        else:
+            messages.success(request, "Card buried: it comes back tomorrow.")
     session.refresh_from_db()
     return _study_response(request, session, error=error)
 
@@ -495,3 +608,173 @@ def cram_finish(request: HttpRequest, pk: int) -> HttpResponse:
     session = _session(request, pk, StudySession.Mode.CRAM)
     services.cram_finish(session=session, ceiling=Scope.of(request).ceiling)
     return _cram_response(request, session)
+
+
+# --- FSRS parameters fitted to the person (review.services.optimize) ---------------------
+
+
+def _optimize_namespace(request: HttpRequest, slug: str) -> Namespace:
+    return get_object_or_404(Scope.of(request).namespaces(), slug=slug)
+
+
+def _fit_view(fit: Any) -> dict[str, Any] | None:
+    """The namespace's fit record for the page: its moments as datetimes, and how much the
+    fit lowered (or raised) each figure."""
+    if not isinstance(fit, dict):
+        return None
+    view = dict(fit)
+    for key in ("requested_at", "started_at", "finished_at", "evaluated_from", "reset_at"):
+        view[key] = _parse_moment(fit.get(key))
+    before, after = fit.get("before"), fit.get("after")
+    if isinstance(before, dict) and isinstance(after, dict):
+        view["rows"] = [
+            ("Log loss", before.get("log_loss"), after.get("log_loss")),
+            ("RMSE (bins)", before.get("rmse_bins"), after.get("rmse_bins")),
+        ]
+    return view
+
+
+def _parse_moment(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _optimize_page(
+    request: HttpRequest, namespace: Namespace, *, refusal: str = "", ran: bool = False
+) -> HttpResponse:
+    scope = Scope.of(request)
+    parameters = fsrs_parameters_in_use(namespace)
+    in_use = parameters or optimizer.FSRS_DEFAULT_PARAMETERS
+    reviews = services.optimize_reviews(namespace=namespace, ceiling=scope.ceiling).count()
+    context = {
+        "namespace": namespace,
+        "fit": _fit_view(namespace.fsrs_fit),
+        "pending": services.fit_pending(namespace.fsrs_fit),
+        "fitted": parameters is not None,
+        "parameters": [
+            (index, value, default)
+            for index, (value, default) in enumerate(
+                zip(in_use, optimizer.FSRS_DEFAULT_PARAMETERS, strict=True)
+            )
+        ],
+        "reviews": reviews,
+        "min_reviews": optimizer.MIN_REVIEWS,
+        "evaluation_percent": round(optimizer.EVALUATION_SHARE * 100),
+        "training_percent": 100 - round(optimizer.EVALUATION_SHARE * 100),
+        "in_request_max": services.OPTIMIZE_IN_REQUEST_MAX_REVIEWS,
+        "refusal": refusal,
+        "ran": ran,
+    }
+    return render_page(request, "review/optimize.html", context, partial="fit")
+
+
+@require_GET
+@login_required
+def optimize_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """The namespace's FSRS parameters, its last fit's figures, Optimize and Reset; while a
+    fit runs in the worker the panel refreshes itself (htmx), or by a link without JS."""
+    namespace = _optimize_namespace(request, slug)
+    return _optimize_page(request, namespace, ran="ran" in request.GET)
+
+
+@require_POST
+@login_required
+def optimize_run(request: HttpRequest, slug: str) -> HttpResponse:
+    """Fit now (or queue the fit); a refusal is shown on the page, nothing written."""
+    namespace = _optimize_namespace(request, slug)
+    try:
+        services.namespace_optimize(namespace=namespace, ceiling=Scope.of(request).ceiling)
+    except services.ReviewError as exc:
+        return _optimize_page(request, namespace, refusal=exc.message)
+    return see_other(reverse("review-optimize", args=[namespace.slug]) + "?ran=1")
+
+
+@require_POST
+@login_required
+def optimize_reset(request: HttpRequest, slug: str) -> HttpResponse:
+    namespace = _optimize_namespace(request, slug)
+    services.namespace_fsrs_reset(namespace=namespace)
+    messages.success(request, f"{namespace.name} schedules with FSRS's default parameters again.")
+    return see_other(reverse("review-optimize", args=[namespace.slug]))
+
+
+# --- Card browser ------------------------------------------------------------------------
+
+BROWSER_PAGE_SIZE = 25
+
+
+class CardBrowserForm(DashboardForm):
+    """The card browser's filters and sort, read from the query string; a bad value in one
+    field leaves the others working, as on the memory list."""
+
+    namespace = forms.ChoiceField(required=False)
+    deck = forms.ChoiceField(required=False)
+    state = forms.ChoiceField(required=False, choices=[("", "Any state"), *CARD_STATES])
+    sort = forms.ChoiceField(required=False, choices=CARD_SORTS, label="Sort by")
+
+    def __init__(
+        self, *args: Any, namespaces: list[Namespace], decks: list[str], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["namespace"].choices = [
+            ("", "All namespaces"),
+            *((ns.slug, ns.name) for ns in namespaces),
+        ]
+        # The "(no topic)" deck has no value of its own here: "" is every deck.
+        self.fields["deck"].choices = [("", "All decks"), *((d, d) for d in decks if d)]
+
+    def filters(self) -> dict[str, Any]:
+        self.is_valid()
+        return {name: value for name, value in self.cleaned_data.items() if value}
+
+
+def _card_interval(card: Card) -> str:
+    """The interval its last grade gave it (a learning step in minutes), else its days."""
+    if card.next_review is not None and card.last_reviewed_at is not None:
+        days = (card.next_review - card.last_reviewed_at) / timedelta(days=1)
+        return format_interval(max(0.0, days))
+    return f"{card.interval_days} d" if card.interval_days else ""
+
+
+@require_GET
+@login_required
+def card_browser(request: HttpRequest) -> HttpResponse:
+    """Every card the person could review, with its state, due date, interval, ease,
+    lapses, reviews and decay score; filters and sort are GET parameters (htmx swaps the
+    table, a submit does without JavaScript); 25 a page, a constant number of queries."""
+    scope = Scope.of(request)
+    now = timezone.now()
+    namespaces = list(scope.namespaces().order_by("name"))
+    visible = browser_cards(scope=scope, now=now, learning_horizon=LEARNING_HORIZON)
+    decks = browser_decks(visible)
+    form = CardBrowserForm(request.GET or None, namespaces=namespaces, decks=decks)
+    f = form.filters() if request.GET else {}
+    cards = browser_cards(
+        scope=scope,
+        now=now,
+        learning_horizon=LEARNING_HORIZON,
+        namespace=next((ns for ns in namespaces if ns.slug == f.get("namespace")), None),
+        deck=f.get("deck"),
+        state=f.get("state"),
+    )
+    sort = f.get("sort", "due")
+    source = browser_page_source(cards, sort=sort, now=now)
+    page = Paginator(source, BROWSER_PAGE_SIZE).get_page(request.GET.get("page"))
+    params: dict[int, Any] = {}
+    rows = []
+    for card in page:
+        memory = card.memory
+        if memory.namespace_id not in params:
+            params[memory.namespace_id] = memory.namespace.decay_params()
+        rows.append(
+            {
+                "card": card,
+                "memory": memory,
+                "score": memory.decay_score(now, params[memory.namespace_id]),
+                "interval": _card_interval(card),
+            }
+        )
+    context = {"form": form, "page": page, "rows": rows, "sort": sort, "now": now}
+    return render_page(request, "review/card_browser.html", context, partial="cards")

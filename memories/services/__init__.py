@@ -11,8 +11,21 @@ tokens.py     API tokens: create and revoke
 graph.py      associations, entities and relations
 sessions.py   a memory's conversation: links to the previous turns of its session
 fields.py     a memory's fields by who writes them (the one declaration of each list)
+bulk_actions.py  many memories at once: the memory list's bulk actions (forget, restore,
+              move, classify, and other apps' through memories.hooks)
 """
 
+from memories.services.bulk_actions import (
+    BULK_ACTION_MAX,
+    bulk_action_choices,
+    bulk_action_text,
+    memories_bulk_apply,
+    memories_bulk_check,
+    memories_classify,
+    memories_forget,
+    memories_move,
+    memories_restore,
+)
 from memories.services.events import memory_event_record, memory_snapshot
 from memories.services.fields import (
     CREATE_ONLY_FIELDS,
@@ -66,6 +79,7 @@ from memories.services.tokens import (
 )
 
 __all__ = [
+    "BULK_ACTION_MAX",
     "BULK_CHUNK",
     "CREATE_ONLY_FIELDS",
     "DERIVED_FIELDS",
@@ -82,9 +96,17 @@ __all__ = [
     "TOKEN_PREFIX_BYTES",
     "TOKEN_SECRET_BYTES",
     "association_create",
+    "bulk_action_choices",
+    "bulk_action_text",
     "entity_get_or_create",
     "in_model_order",
+    "memories_bulk_apply",
+    "memories_bulk_check",
+    "memories_classify",
+    "memories_forget",
     "memories_insert",
+    "memories_move",
+    "memories_restore",
     "memories_supersede",
     "memory_build",
     "memory_bulk_create",

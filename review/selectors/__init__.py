@@ -27,10 +27,12 @@ from review.selectors.queue import (
     review_queue,
 )
 from review.selectors.sessions import (
+    AnswerTime,
     CramScore,
     Score,
     SessionProgress,
     cram_score,
+    session_answer_time,
     session_items,
     study_session_active,
     study_session_first_grades,
@@ -63,6 +65,7 @@ __all__ = [
     "RETENTION_RECENT_DAYS",
     "REVIEWS_PER_DAY_DAYS",
     "AgentReinforcement",
+    "AnswerTime",
     "CramScore",
     "DeckStats",
     "Front",
@@ -84,6 +87,7 @@ __all__ = [
     "review_queue",
     "review_statistics",
     "scheduler_for",
+    "session_answer_time",
     "session_items",
     "sm2_config",
     "study_session_active",

@@ -7,7 +7,7 @@ from django.conf import settings
 
 from memories.models import Memory, Namespace
 from review.models import Card
-from review.schedulers import CardState, Scheduler, get_scheduler
+from review.schedulers import CardState, Scheduler, fsrs_parameters_problem, get_scheduler
 from review.sm2 import SM2Config
 
 
@@ -23,11 +23,13 @@ def sm2_config(*, modifiers: bool = False) -> SM2Config:
 
 
 def scheduler_for(namespace: Namespace) -> Scheduler:
-    """The scheduler that grades this namespace's cards (SM-2 unless it chose FSRS)."""
+    """The scheduler that grades this namespace's cards (SM-2 unless it chose FSRS), FSRS
+    with the parameters fitted to the namespace's reviews once it has some (review.optimizer)."""
     return get_scheduler(
         namespace.scheduler,
         sm2_config=sm2_config(modifiers=namespace.sm2_modifiers),
         desired_retention=namespace.desired_retention,
+        fsrs_parameters=namespace.fsrs_parameters,
     )
 
 
@@ -51,3 +53,12 @@ def card_state(card: Card) -> CardState:
         last_reviewed_at=card.last_reviewed_at,
         fsrs=card.fsrs_state,
     )
+
+
+def fsrs_parameters_in_use(namespace: Namespace) -> list[float] | None:
+    """The fitted FSRS parameters the namespace schedules with; None: fsrs's defaults
+    (never fitted, reset, or a stored vector FSRSScheduler would not use)."""
+    parameters = namespace.fsrs_parameters
+    if parameters is None or fsrs_parameters_problem(parameters) is not None:
+        return None
+    return [float(value) for value in parameters]

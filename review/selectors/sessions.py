@@ -141,6 +141,25 @@ def study_session_progress(
     )
 
 
+@dataclass(frozen=True)
+class AnswerTime:
+    """The person's answer times in a session: total and mean per timed grade, in ms."""
+
+    timed: int
+    total_ms: int
+    average_ms: float | None
+
+
+def session_answer_time(*, session: StudySession, ceiling: int | None) -> AnswerTime:
+    """Over the session's counted grades (not undone) of cards the caller is shown."""
+    logs = session.review_logs.filter(undone_at__isnull=True, duration_ms__isnull=False)
+    if ceiling is not None:
+        logs = logs.filter(card__memory__classification__lte=ceiling)
+    row = logs.aggregate(n=Count("id"), total=Coalesce(Sum("duration_ms"), 0))
+    average = row["total"] / row["n"] if row["n"] else None
+    return AnswerTime(timed=row["n"], total_ms=row["total"], average_ms=average)
+
+
 def study_session_first_grades(
     *, session: StudySession, ceiling: int | None, live_only: bool = True
 ) -> dict[int, int]:

@@ -3,7 +3,8 @@ due forecast, each aggregated in SQL over the user's local days.
 
 Statistics are the person's: reviews, retention, streak and reviews per day count only
 grades whose source is the person (`PERSON_SOURCE`); the simulated worker's and agents'
-implicit grades are counted apart, as `AgentReinforcement`."""
+implicit grades are counted apart, as `AgentReinforcement`. Answer times (ReviewLog.duration_ms)
+are the person's too, and a grade without one is left out of the times, not counted as 0."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -23,6 +24,8 @@ from review.sm2 import PASSING_QUALITY
 
 LEARNED_REPETITIONS = 2
 REVIEWS_PER_DAY_DAYS = 30
+# The home page's heatmap: reviews per day over the last year, today included.
+HEATMAP_DAYS = 365
 FORECAST_DAYS = 14
 RETENTION_RECENT_DAYS = 30
 # The one rule for "the person's grades": a button pressed by a person (docs/review.md).
@@ -105,10 +108,21 @@ class ReviewStats:
     reviews_per_day: list[tuple[date, int]] = field(default_factory=list)
     forecast: list[tuple[date, int]] = field(default_factory=list)
     agent_reinforcement: AgentReinforcement = field(default_factory=AgentReinforcement)
+    # Answer times: the mean over the person's timed grades (None without one), how many
+    # were timed, and each of the 30 days' total in ms (None for a day without one).
+    average_answer_ms: float | None = None
+    timed_reviews: int = 0
+    time_per_day: list[tuple[date, int | None]] = field(default_factory=list)
+    # Reviews per day over the last HEATMAP_DAYS days, oldest first (the heatmap).
+    reviews_per_day_year: list[tuple[date, int]] = field(default_factory=list)
 
     @property
     def reviews_today(self) -> int:
         return self.reviews_per_day[-1][1] if self.reviews_per_day else 0
+
+    @property
+    def time_today_ms(self) -> int | None:
+        return self.time_per_day[-1][1] if self.time_per_day else None
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -142,7 +156,8 @@ def review_statistics(
     deck: str | None = None,
     ceiling: int | None = None,
 ) -> ReviewStats:
-    """Counts, retention, streak, reviews per day and the due forecast, all aggregated in SQL."""
+    """Counts, retention, streak, answer times, reviews per day (30 days and the year) and the
+    due forecast, all aggregated in SQL."""
     now = now or timezone.now()
     _, tomorrow = local_day_bounds(tz, now)
     today = timezone.localtime(now, tz).date()
@@ -168,6 +183,8 @@ def review_statistics(
         passed=Count("id", filter=person & Q(grade__gte=PASSING_QUALITY)),
         recent=Count("id", filter=person & recent),
         recent_passed=Count("id", filter=person & recent & Q(grade__gte=PASSING_QUALITY)),
+        timed=Count("duration_ms", filter=person),
+        answer_ms=Sum("duration_ms", filter=person),
         simulated=Count("id", filter=Q(source=ReviewLog.Source.SIMULATED)),
         implicit=Count("id", filter=Q(source=ReviewLog.Source.IMPLICIT)),
         agent_today=Count(
@@ -180,16 +197,21 @@ def review_statistics(
         ),
     )
 
-    per_day = dict(
-        logs.filter(reviewed_at__gte=window_start, reviewed_at__lt=tomorrow)
+    # One grouped query for the year (at most HEATMAP_DAYS rows): the heatmap, and the last
+    # 30 days' reviews and answer time (Sum ignores untimed grades; None if all are).
+    year_start = day_start(today - timedelta(days=HEATMAP_DAYS - 1), tz)
+    per_day = {
+        day: (n, ms)
+        for day, n, ms in logs.filter(reviewed_at__gte=year_start, reviewed_at__lt=tomorrow)
         .annotate(day=TruncDate("reviewed_at", tzinfo=tz))
         .values("day")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("id"), ms=Sum("duration_ms"))
         .order_by()
-        .values_list("day", "n")
-    )
-    days = [today - timedelta(days=back) for back in range(REVIEWS_PER_DAY_DAYS - 1, -1, -1)]
-    reviews_per_day = [(day, per_day.get(day, 0)) for day in days]
+        .values_list("day", "n", "ms")
+    }
+    year = [today - timedelta(days=back) for back in range(HEATMAP_DAYS - 1, -1, -1)]
+    days = year[-REVIEWS_PER_DAY_DAYS:]
+    reviews_per_day = [(day, per_day.get(day, (0, None))[0]) for day in days]
 
     return ReviewStats(
         cards=card_stats,
@@ -205,6 +227,10 @@ def review_statistics(
             implicit=totals["implicit"],
             today=totals["agent_today"],
         ),
+        average_answer_ms=_ratio(totals["answer_ms"] or 0, totals["timed"]),
+        timed_reviews=totals["timed"],
+        time_per_day=[(day, per_day.get(day, (0, None))[1]) for day in days],
+        reviews_per_day_year=[(day, per_day.get(day, (0, None))[0]) for day in year],
     )
 
 

@@ -1,8 +1,9 @@
 """Writes to review state, one module per concept; every public name is re-exported here.
 
 errors: the domain errors. cards: card creation. grading: card_grade, its undo, implicit
-grades. sessions: study sessions. cram: cram sessions. Each imports only those before it in
-that list (cards and errors import none), so the package has no import cycle.
+grades. sessions: study sessions. cram: cram sessions. optimize: FSRS parameters fitted to a
+namespace's reviews. Each imports only those before it in that list (cards and errors import
+none), so the package has no import cycle.
 """
 
 from __future__ import annotations
@@ -43,17 +44,29 @@ from review.services.grading import (
     grade_quality,
     implicit_review_settings,
 )
+from review.services.optimize import (
+    OPTIMIZE_IN_REQUEST_MAX_REVIEWS,
+    NotEnoughReviews,
+    OptimizeFailed,
+    OptimizeOutcome,
+    fit_pending,
+    namespace_fsrs_reset,
+    namespace_optimize,
+    optimize_reviews,
+)
 from review.services.sessions import (
     DEFAULT_SESSION_LIMIT,
     SESSION_PASS_QUALITY,
     study_session_finish,
     study_session_grade,
+    study_session_set_aside,
     study_session_start,
 )
 
 __all__ = [
     "CRAM_MAX_CARDS",
     "DEFAULT_SESSION_LIMIT",
+    "OPTIMIZE_IN_REQUEST_MAX_REVIEWS",
     "SESSION_PASS_QUALITY",
     "AlreadyAnswered",
     "CardNotInSession",
@@ -62,7 +75,10 @@ __all__ = [
     "ImplicitReviewSettings",
     "InvalidGrade",
     "InvalidRequest",
+    "NotEnoughReviews",
     "NothingToUndo",
+    "OptimizeFailed",
+    "OptimizeOutcome",
     "ReviewError",
     "SessionFinished",
     "card_create_for_new_memory",
@@ -80,9 +96,14 @@ __all__ = [
     "cram_answer",
     "cram_finish",
     "cram_start",
+    "fit_pending",
     "grade_quality",
     "implicit_review_settings",
+    "namespace_fsrs_reset",
+    "namespace_optimize",
+    "optimize_reviews",
     "study_session_finish",
     "study_session_grade",
+    "study_session_set_aside",
     "study_session_start",
 ]

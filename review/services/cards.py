@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from memories.bulk import insert_rows
@@ -130,8 +130,16 @@ def cards_suspend(*, memories: QuerySet[Memory], now: datetime | None = None) ->
 
 
 @transaction.atomic
-def cards_unsuspend(*, memories: QuerySet[Memory]) -> int:
-    """Bring suspended cards back to review (a leech keeps its tag until it is rewritten)."""
+def cards_unsuspend(*, memories: QuerySet[Memory], clear_leech: bool = False) -> int:
+    """Bring suspended cards back to review. A leech keeps its tag unless `clear_leech`:
+    the person rewrote it, so its lapses start over."""
+    if clear_leech:
+        return _update_cards(
+            memories.filter(Q(card__suspended_at__isnull=False) | Q(card__leech=True)),
+            suspended_at=None,
+            leech=False,
+            lapses=0,
+        )
     return _update_cards(memories.filter(card__suspended_at__isnull=False), suspended_at=None)
 
 

@@ -14,9 +14,10 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from memories.models import Namespace
+from memories.models import Memory, Namespace
 from review.models import Card, ReviewLog, StudySession, StudySessionItem
 from review.selectors import review_queue
+from review.services.cards import cards_bury, cards_suspend
 from review.services.errors import (
     AlreadyAnswered,
     CardNotInSession,
@@ -183,3 +184,25 @@ def study_session_finish(*, session: StudySession, now: datetime | None = None) 
         locked.save(update_fields=["status", "updated_at", "finished_at"])
     copy_session(session, locked)
     return session
+
+
+def study_session_set_aside(
+    *, session: StudySession, card: Card, suspend: bool, until: datetime | None = None
+) -> None:
+    """Bury the card until `until` (the start of the person's tomorrow) or suspend it, and
+    take it out of the session: it is not a grade, so nothing is counted for it."""
+    with transaction.atomic():
+        locked = locked_session(session, StudySession.Mode.STUDY)
+        item = locked_item(locked, card)
+        memories = Memory.objects.filter(pk=card.memory_id)
+        if suspend:
+            cards_suspend(memories=memories)
+        else:
+            if until is None:
+                raise InvalidRequest("A buried card needs a day to come back.", field="until")
+            cards_bury(memories=memories, until=until)
+        item.delete()
+        if not locked.items.filter(done=False).exists():
+            finish_session(locked, timezone.now())
+            locked.save(update_fields=["status", "finished_at"])
+    copy_session(session, locked)

@@ -53,6 +53,33 @@
     }
   });
 
+  /* A <details data-focus-on-open> (the cue editor) puts the caret in its first field as it
+     opens, so C and then typing is all it takes; the toggle event does not bubble. */
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (!details.matches || !details.matches("details[data-focus-on-open]") || !details.open) return;
+    var field = details.querySelector("input:not([type=hidden]), textarea");
+    if (field) {
+      field.focus();
+      field.select();
+    }
+  }, true);
+
+  /* The waiting card counts down to the next learning step (the page reloads the card
+     itself when it is due, through htmx; without JavaScript, "Check again"). */
+  function countdown() {
+    var spans = document.querySelectorAll("[data-countdown]");
+    for (var i = 0; i < spans.length; i++) {
+      var span = spans[i];
+      var left = parseInt(span.getAttribute("data-countdown"), 10) - 1;
+      if (isNaN(left) || left < 0) continue;
+      span.setAttribute("data-countdown", String(left));
+      var minutes = Math.floor(left / 60);
+      span.textContent = minutes ? minutes + " min " + (left % 60) + " s" : left + " s";
+    }
+  }
+  setInterval(countdown, 1000);
+
   function reveal(answer) {
     answer.open = true;
     var content = answer.querySelector(".content");

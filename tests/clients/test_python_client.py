@@ -228,6 +228,14 @@ NOT_IN_THE_CLIENT = {
     ("POST", "/tokens"): "as above",
     ("POST", "/tokens/{id}/revoke"): "as above",
     ("GET", "/schema"): "the schema itself",
+    ("GET", "/review/optimize"): "fitting FSRS is a person's tool (the dashboard's Optimize)",
+    ("POST", "/review/optimize"): "as above",
+    ("POST", "/review/optimize/reset"): "as above",
+    ("POST", "/review/cards/{id}/suspend"): "suspending and burying cards are a person's review"
+    " tools (the dashboard's card, memory page and bulk actions); agents grade or touch",
+    ("DELETE", "/review/cards/{id}/suspend"): "as above",
+    ("POST", "/review/cards/{id}/bury"): "as above",
+    ("DELETE", "/review/cards/{id}/bury"): "as above",
 }
 
 

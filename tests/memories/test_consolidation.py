@@ -137,7 +137,7 @@ def test_weekly_and_quarterly_digests(on_day, namespace):
     assert (weekly.period_start, weekly.memory_ids) == (date(2025, 3, 3), [in_week.pk])
     quarterly = Consolidation.objects.get(period="quarterly")
     assert (quarterly.period_start, quarterly.memory_ids) == (date(2024, 10, 1), [in_quarter.pk])
-    assert quarterly.text.startswith('Quarterly digest for 2024-Q4 on "travel": 1 memory, it.')
+    assert quarterly.text.startswith('Quarterly digest for 2024-Q4 on "travel": 1 memory.\n')
 
 
 @pytest.mark.django_db

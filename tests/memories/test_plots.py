@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from datetime import date, timedelta
 
 import pytest
 
+from memories.decay import Thresholds
 from memories.plots import (
     Threshold,
     decay_curve_svg,
@@ -15,6 +17,7 @@ from memories.plots import (
     nice_ceiling,
     reviews_per_day_svg,
 )
+from memories.scores import BANDS, band_of, score_bin, score_histogram
 
 SVG = "{http://www.w3.org/2000/svg}"
 THRESHOLDS = [
@@ -24,6 +27,14 @@ THRESHOLDS = [
     Threshold(0.65, "promote", "promote"),
 ]
 DAYS = [date(2025, 3, 1) + timedelta(days=n) for n in range(30)]
+
+
+def histogram_of(scores: list[float]):
+    """The histogram decay_histogram's query would return for these scores."""
+    thresholds = Thresholds()
+    return score_histogram(
+        [(score_bin(s), BANDS.index(band_of(s, thresholds)), 1) for s in scores], thresholds
+    )
 
 
 def parse(markup: str) -> ET.Element:
@@ -49,7 +60,7 @@ def thresholds(root: ET.Element) -> list[float]:
     [
         reviews_per_day_svg([(day, n % 5) for n, day in enumerate(DAYS)]),
         forecast_svg([(day, 3) for day in DAYS[:14]]),
-        decay_histogram_svg([1] * 21, bin_width=0.05, thresholds=THRESHOLDS),
+        decay_histogram_svg(histogram_of([0.02, 0.3, 0.7]), thresholds=THRESHOLDS),
         decay_curve_svg([(d / 4, 1.0 - d / 200) for d in range(121)], thresholds=THRESHOLDS),
     ],
     ids=["reviews", "forecast", "histogram", "curve"],
@@ -90,19 +101,21 @@ def test_the_forecast_marks_today():
 
 
 def test_the_histogram_marks_every_threshold_and_the_review_zone():
-    counts = [4, 2] + [0] * 18 + [3]
-    root = parse(decay_histogram_svg(counts, bin_width=0.05, thresholds=THRESHOLDS))
+    histogram = histogram_of([0.02] * 4 + [0.04] * 2 + [3.0] * 3)
+    root = parse(decay_histogram_svg(histogram, thresholds=THRESHOLDS))
     assert thresholds(root) == [0.05, 0.15, 0.35, 0.65]
-    assert [int(b.get("data-value")) for b in bars(root)] == counts
+    assert [int(b.get("data-value")) for b in bars(root)] == [b.count for b in histogram.bins]
     zone = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "plot-zone"]
     assert len(zone) == 1
     label = root.get("aria-label")
-    assert "9 memories" in label and "4 below the forget threshold" in label
-    # The line of a threshold sits where its score falls on the x axis.
+    assert "9 memories (6 faint, 3 strong)" in label
+    # The line of a threshold sits where its score falls on the (logarithmic) x axis.
     left = float(bars(root)[0].get("x")) - 1
     width = sum(float(b.get("width")) + 2 for b in bars(root))
     line = next(ln for ln in root.iter(f"{SVG}line") if ln.get("data-threshold") == "0.65")
-    assert float(line.get("x1")) == pytest.approx(left + width * 0.65 / 1.05, abs=0.2)
+    low, high = histogram.low_decade, histogram.high_decade
+    position = (math.log10(0.65) - low) / (high - low)
+    assert float(line.get("x1")) == pytest.approx(left + width * position, abs=0.2)
 
 
 def test_the_decay_curve_crosses_its_thresholds_where_the_score_does():
@@ -138,11 +151,18 @@ def test_nice_ceiling(value, expected):
     assert nice_ceiling(value) == expected
 
 
-def test_a_strong_memory_runs_along_the_top_of_the_curve():
+def test_a_strong_memory_runs_dotted_along_the_top_of_the_curve():
     points = [(d / 4, 4.0 * 0.5 ** (d / 4 / 3)) for d in range(121)]
     root = parse(decay_curve_svg(points, thresholds=THRESHOLDS))
     texts = [t.text for t in root.iter(f"{SVG}text")]
     assert "4.00 now, above the scale" in texts
     ys = [float(pair.split(",")[1]) for pair in root.find(f"{SVG}polyline").get("points").split()]
-    assert min(ys) == ys[0]  # clipped at the top, not off the chart
+    assert min(ys) == ys[0]  # the line enters at the top, not off the chart
+    # Above the scale (the 6 days it takes 4.00 to halve twice, to 1) it is a dotted line
+    # along the top, not a solid one pretending the score stays at 1.
+    over = next(ln for ln in root.iter(f"{SVG}line") if ln.get("class") == "plot-line-over")
+    assert float(over.get("y1")) == float(over.get("y2")) == ys[0]
+    xs = [float(pair.split(",")[0]) for pair in root.find(f"{SVG}polyline").get("points").split()]
+    assert float(over.get("x2")) == pytest.approx(xs[0])
+    assert xs[0] == pytest.approx(40 + 506 * 6 / 30, abs=0.2)
     assert "falls below promote 0.65 after 8 days" in root.get("aria-label")

@@ -115,7 +115,7 @@ def test_a_study_session_grades_through_the_service_one_card_per_request(
     session = start(ada_client, personal)
     page = ada_client.get(reverse("review-session", args=[session.pk]))
     body = page.content.decode()
-    assert "Card 1 of 3" in body
+    assert "0 of 3 done" in body
     for label in ("Again", "Hard", "Good", "Easy"):
         assert f'{label}<span class="interval">' in body
     assert page.context["buttons"][2]["interval"] == "6 d"  # SM-2 Good on a 1-day card
@@ -123,7 +123,7 @@ def test_a_study_session_grades_through_the_service_one_card_per_request(
     response = grade(ada_client, session, "good", **HX)
     body = response.content.decode()
     assert body.lstrip().startswith('<div id="review-card"') and "<html" not in body
-    assert "Card 2 of 3" in body
+    assert "1 of 3 done" in body
     log = ReviewLog.objects.get()
     assert (log.grade, log.source, log.user, log.session_id) == (4, "human", user, session.pk)
 
@@ -136,7 +136,12 @@ def test_a_study_session_grades_through_the_service_one_card_per_request(
     grade(ada_client, session, "easy", **HX)
     repeat = ada_client.get(reverse("review-session", args=[session.pk]))
     assert repeat.context["item"].attempts == 1
-    assert "Again, try 2" in repeat.content.decode()
+    body = repeat.content.decode()
+    assert "Practice, try 2" in body
+    # A practice repeat does not reschedule: its buttons show no interval (issue 17, 3).
+    assert [b["interval"] for b in repeat.context["buttons"]] == ["again", "again", "done", "done"]
+    assert repeat.context["progress"].learning == 1
+    assert 'data-count="learning" title="Learning">1<' in body
     done = grade(ada_client, session, "good", **HX)
     assert "Session complete" in done.content.decode()
     # The repeat is practice, not a review: three reviews today.
@@ -179,7 +184,7 @@ def test_undo_gives_the_last_grade_back(ada_client, user, personal, due_three, n
     before = Card.objects.filter(pk=first.card_id).values("next_review", "repetitions").get()
     grade(ada_client, session, "good", **HX)
     response = ada_client.post(reverse("review-undo", args=[session.pk]), **HX)
-    assert "Card 1 of 3" in response.content.decode()
+    assert "0 of 3 done" in response.content.decode()
     after = Card.objects.filter(pk=first.card_id).values("next_review", "repetitions").get()
     assert after == before
     assert ReviewLog.objects.get().undone_at is not None

@@ -40,6 +40,8 @@ OBJECT_FOR_ROUTE = {
     "api-token-revoke": ("token", {}),
     "api-card-grade": ("card", {"grade": 4}),
     "api-card-undo": ("card", {}),
+    "api-card-suspend": ("card", {}),
+    "api-card-bury": ("card", {}),
     "api-session": ("session", None),
     "api-session-grade": ("session", "session-grade"),
     "api-session-finish": ("session", {}),

@@ -85,8 +85,11 @@ class NamespaceSettings(TypedDict, total=False):
     decay_slow_half_life_days: float | None
     decay_fast_weight: float | None
     scheduler: Literal["sm2", "fsrs"]
+    sm2_modifiers: bool
     desired_retention: float
     new_cards_per_day: int
+    card_front: Literal["cloze", "first_line", "topic"]
+    leech_threshold: int
     session_links: bool
     dedupe: Literal["exact", "near", "off"]
 
