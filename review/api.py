@@ -685,6 +685,102 @@ class StatsView(APIView):
         )
 
 
+# --- Deck options (review.services.decks) ------------------------------------------------
+
+
+class DecksQuery(StrictSerializer):
+    namespace = serializers.SlugField()
+    tz = serializers.CharField(required=False, max_length=64)
+
+
+class DeckOptionsInput(StrictSerializer):
+    namespace = StrictSlugField()
+    deck = StrictCharField(
+        max_length=100, allow_blank=True, help_text='A topic; "" is the deck of untopiced memories.'
+    )
+    new_cards_per_day = StrictIntegerField(
+        min_value=0,
+        max_value=services.MAX_NEW_CARDS_PER_DAY,
+        allow_null=True,
+        help_text="The deck's own limit; null inherits the namespace's.",
+    )
+    tz = serializers.CharField(
+        required=False, max_length=64, help_text="For the answer's new_available_today"
+    )
+
+
+class DeckOutput(serializers.Serializer):
+    deck = serializers.CharField()
+    total = serializers.IntegerField()
+    due_today = serializers.IntegerField()
+    new = serializers.IntegerField()
+    new_available_today = serializers.IntegerField()
+    new_cards_per_day = serializers.IntegerField(help_text="The limit in force for this deck")
+    own_new_cards_per_day = serializers.IntegerField(
+        allow_null=True, help_text="The deck's own option; null when it inherits"
+    )
+
+
+class DeckListOutput(serializers.Serializer):
+    namespace = serializers.SlugField()
+    namespace_new_cards_per_day = serializers.IntegerField()
+    decks = DeckOutput(many=True)
+
+
+def _decks_payload(namespace: Namespace, scope: Scope, tz: zoneinfo.ZoneInfo) -> dict[str, Any]:
+    """Every deck the caller can see (its cards within the ceiling) with its limit."""
+    limits = selectors.new_card_limits(namespace)
+    decks = selectors.deck_statistics(namespace=namespace, tz=tz, ceiling=scope.ceiling)
+    return {
+        "namespace": namespace.slug,
+        "namespace_new_cards_per_day": limits.default,
+        "decks": [
+            {
+                "deck": d.deck,
+                "total": d.total,
+                "due_today": d.due_today,
+                "new": d.new,
+                "new_available_today": d.new_available_today,
+                "new_cards_per_day": limits.of(d.deck),
+                "own_new_cards_per_day": limits.decks.get(d.deck),
+            }
+            for d in decks
+        ],
+    }
+
+
+class DecksView(APIView):
+    @extend_schema(
+        parameters=[DecksQuery],
+        responses=DeckListOutput,
+        tags=["review"],
+        summary="The namespace's decks with their new cards per day (own or inherited)",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        query = DecksQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        namespace = scope.namespace(query.validated_data["namespace"])
+        return Response(_decks_payload(namespace, scope, _tz(query.validated_data.get("tz"))))
+
+    @extend_schema(
+        request=DeckOptionsInput,
+        responses=DeckListOutput,
+        tags=["review"],
+        summary="Set a deck's new cards per day (null: inherit the namespace's)",
+    )
+    def put(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        data = DeckOptionsInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        namespace = scope.namespace(v["namespace"])
+        services.deck_options_set(
+            namespace=namespace, deck=v["deck"], new_cards_per_day=v["new_cards_per_day"]
+        )
+        return Response(_decks_payload(namespace, scope, _tz(v.get("tz"))))
+
+
 # --- FSRS parameters fitted to the namespace's reviews (review.services.optimize) --------
 
 

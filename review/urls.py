@@ -9,6 +9,7 @@ from review import api, views
 api_urlpatterns = [
     path("review/queue", api.QueueView.as_view(), name="api-review-queue"),
     path("review/stats", api.StatsView.as_view(), name="api-review-stats"),
+    path("review/decks", api.DecksView.as_view(), name="api-review-decks"),
     path("review/cards/<int:pk>/grade", api.CardGradeView.as_view(), name="api-card-grade"),
     path("review/cards/<int:pk>/undo", api.CardUndoView.as_view(), name="api-card-undo"),
     path("review/cards/<int:pk>/suspend", api.CardSuspendView.as_view(), name="api-card-suspend"),
@@ -39,6 +40,9 @@ pages = [
     path("", views.home, name="home"),
     path("review/", views.review_index, name="review-index"),
     path("review/cards/", views.card_browser, name="card-browser"),
+    path("review/cards/<int:pk>/action", views.card_action, name="card-action"),
+    path("review/leeches/", views.leeches, name="leeches"),
+    path("review/decks/<slug:slug>/", views.deck_options, name="deck-options"),
     path("review/start", views.review_start, name="review-start"),
     path("review/<int:pk>/", views.review_session, name="review-session"),
     path("review/<int:pk>/grade", views.review_grade, name="review-grade"),

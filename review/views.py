@@ -22,12 +22,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from config.web import render_page, see_other, user_tz
+from config.web import render_page, safe_next, see_other, user_tz
 from memories.auth import Scope
 from memories.forms import DashboardForm
-from memories.models import LIVE_STATUSES, BackgroundRun, MemoryEvent, Namespace
+from memories.models import LIVE_STATUSES, BackgroundRun, Memory, MemoryEvent, Namespace
 from memories.plots import (
     decay_histogram_svg,
     forecast_svg,
@@ -46,6 +46,7 @@ from review.models import Card, ReviewLog, StudySession
 from review.selectors.browser import (
     CARD_SORTS,
     CARD_STATES,
+    LEECH,
     browser_cards,
     browser_decks,
     browser_page_source,
@@ -242,9 +243,13 @@ def _start(request: HttpRequest) -> tuple[Namespace, str | None] | None:
 @login_required
 def review_index(request: HttpRequest) -> HttpResponse:
     """Pick what to study: sessions to resume and every deck with its due and new cards."""
+    scope = Scope.of(request)
     context = {
-        "overview": deck_overview(Scope.of(request), user_tz(), timezone.now()),
+        "overview": deck_overview(scope, user_tz(), timezone.now()),
         "active": _active_sessions(request, StudySession.Mode.STUDY),
+        "leech_count": Card.objects.filter(
+            memory__in=scope.memories(), memory__status__in=LIVE_STATUSES, leech=True
+        ).count(),
     }
     return render_page(request, "review/index.html", context)
 
@@ -778,3 +783,103 @@ def card_browser(request: HttpRequest) -> HttpResponse:
         )
     context = {"form": form, "page": page, "rows": rows, "sort": sort, "now": now}
     return render_page(request, "review/card_browser.html", context, partial="cards")
+
+
+# --- One card's actions (memory page, card browser, leeches) ------------------------------
+
+# What each action says when done; "unleech" is a leech's "back to review": the person
+# rewrote it, so its tag goes and its lapses start over.
+CARD_ACTIONS = {
+    "suspend": "Card suspended: it stays out of review until unsuspended.",
+    "unsuspend": "Card unsuspended: it is back in review.",
+    "bury": "Card buried: it comes back tomorrow.",
+    "unbury": "Card unburied: it is back in today's review.",
+    "unleech": "Back in review: the leech tag is gone and its lapses start over.",
+}
+
+
+@require_POST
+@login_required
+def card_action(request: HttpRequest, pk: int) -> HttpResponse:
+    """Suspend, unsuspend, bury (until the person's tomorrow), unbury or unleech one card,
+    then go back where the person was (`next`, else the memory page). Another user's card,
+    or one above the ceiling, answers 404 like a missing one."""
+    scope = Scope.of(request)
+    card = get_object_or_404(Card.objects.filter(memory__in=scope.memories()), pk=pk)
+    action = request.POST.get("action", "")
+    memories = Memory.objects.filter(pk=card.memory_id)
+    if action == "suspend":
+        services.cards_suspend(memories=memories)
+    elif action == "unsuspend":
+        services.cards_unsuspend(memories=memories)
+    elif action == "unleech":
+        services.cards_unsuspend(memories=memories, clear_leech=True)
+    elif action == "bury":
+        _, tomorrow = selectors.local_day_bounds(user_tz(), timezone.now())
+        services.cards_bury(memories=memories, until=tomorrow)
+    elif action == "unbury":
+        services.cards_unbury(memories=memories)
+    if action in CARD_ACTIONS:
+        messages.success(request, CARD_ACTIONS[action])
+    else:
+        messages.error(request, f"action: choose one of {', '.join(CARD_ACTIONS)}.")
+    return see_other(safe_next(request, reverse("memory-detail", args=[card.memory_id])))
+
+
+LEECHES_PAGE_SIZE = 25
+
+
+@require_GET
+@login_required
+def leeches(request: HttpRequest) -> HttpResponse:
+    """Cards that lapsed the namespace's leech threshold times, most lapses first: rewrite
+    one (its memory's edit page) and send it back to review, or forget it."""
+    cards = browser_cards(
+        scope=Scope.of(request),
+        now=timezone.now(),
+        learning_horizon=LEARNING_HORIZON,
+        state=LEECH,
+    ).order_by("-lapses", "id")
+    page = Paginator(cards, LEECHES_PAGE_SIZE).get_page(request.GET.get("page"))
+    return render_page(request, "review/leeches.html", {"page": page})
+
+
+# --- Deck options --------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def deck_options(request: HttpRequest, slug: str) -> HttpResponse:
+    """A namespace's decks, each with its own new cards per day or the namespace's; a POST
+    sets one deck's (empty: inherit) through review.services.deck_options_set."""
+    scope = Scope.of(request)
+    namespace = get_object_or_404(scope.namespaces(), slug=slug)
+    here = reverse("deck-options", args=[namespace.slug])
+    if request.method == "POST":
+        deck = request.POST.get("deck", "")
+        raw = request.POST.get("new_cards_per_day", "").strip()
+        try:
+            value = None if raw == "" else int(raw)
+        except ValueError:
+            messages.error(request, f"New cards per day: {raw!r} is not a whole number.")
+            return see_other(here)
+        try:
+            services.deck_options_set(namespace=namespace, deck=deck, new_cards_per_day=value)
+        except services.ReviewError as exc:
+            messages.error(request, f"New cards per day: {exc.message}")
+        else:
+            name = deck or "(no topic)"
+            messages.success(
+                request,
+                f"{name}: {value} new cards a day."
+                if value is not None
+                else f"{name}: the namespace's {namespace.new_cards_per_day} new cards a day.",
+            )
+        return see_other(here)
+    limits = selectors.new_card_limits(namespace)
+    decks = selectors.deck_statistics(namespace=namespace, tz=user_tz(), ceiling=scope.ceiling)
+    rows = [
+        {"stats": d, "own": limits.decks.get(d.deck), "limit": limits.of(d.deck)} for d in decks
+    ]
+    context = {"namespace": namespace, "rows": rows, "default": limits.default}
+    return render_page(request, "review/deck_options.html", context)

@@ -17,7 +17,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from memories.models import Namespace
-from review.models import Card, CardQuerySet
+from review.models import Card, CardQuerySet, DeckOptions
 from review.schedulers import CardState
 from review.selectors.cards import scheduler_for
 
@@ -200,6 +200,30 @@ def new_cards_introduced_today(
     return {row["memory__topic"]: row["n"] for row in rows}
 
 
+@dataclass(frozen=True)
+class NewCardLimits:
+    """New cards per day for each deck of a namespace: a deck's own option where it has
+    one (DeckOptions), else the namespace's."""
+
+    default: int
+    decks: dict[str, int]
+
+    def of(self, deck: str) -> int:
+        return self.decks.get(deck, self.default)
+
+    @property
+    def most(self) -> int:
+        return max([self.default, *self.decks.values()])
+
+
+def new_card_limits(namespace: Namespace) -> NewCardLimits:
+    """The namespace's new-cards-per-day limits, deck options applied (one query)."""
+    overrides = DeckOptions.objects.filter(
+        namespace=namespace, new_cards_per_day__isnull=False
+    ).values_list("topic", "new_cards_per_day")
+    return NewCardLimits(default=namespace.new_cards_per_day, decks=dict(overrides))
+
+
 def new_cards_for_today(
     *,
     namespace: Namespace,
@@ -209,10 +233,12 @@ def new_cards_for_today(
     limit: int = DEFAULT_QUEUE_LIMIT,
     ceiling: int | None = None,
 ) -> list[QueueItem]:
-    """New cards still allowed today: per deck, new_cards_per_day minus those already
-    introduced today, oldest first (the order they were added, as Anki does)."""
+    """New cards still allowed today: per deck, its new cards per day (the deck's option,
+    else the namespace's) minus those already introduced today, oldest first (the order
+    they were added, as Anki does)."""
     now = now or timezone.now()
-    per_deck = namespace.new_cards_per_day
+    limits = new_card_limits(namespace)
+    per_deck = limits.most
     if per_deck <= 0 or limit <= 0:
         return []
     introduced = new_cards_introduced_today(namespace=namespace, tz=tz, now=now, ceiling=ceiling)
@@ -234,7 +260,9 @@ def new_cards_for_today(
         .values(*_QUEUE_FIELDS, "created_at", "rank")
     )
     allowed = [
-        row for row in ranked if row["rank"] <= per_deck - introduced.get(row["memory__topic"], 0)
+        row
+        for row in ranked
+        if row["rank"] <= limits.of(row["memory__topic"]) - introduced.get(row["memory__topic"], 0)
     ]
     allowed.sort(key=lambda row: (row["created_at"], row["id"]))
     return [_queue_item(row, 0.0, is_new=True) for row in allowed[:limit]]

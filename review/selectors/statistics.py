@@ -19,7 +19,12 @@ from django.utils import timezone
 
 from memories.models import Namespace
 from review.models import Card, CardQuerySet, ReviewLog
-from review.selectors.queue import day_start, local_day_bounds, new_cards_introduced_today
+from review.selectors.queue import (
+    day_start,
+    local_day_bounds,
+    new_card_limits,
+    new_cards_introduced_today,
+)
 from review.sm2 import PASSING_QUALITY
 
 LEARNED_REPETITIONS = 2
@@ -65,7 +70,7 @@ def deck_statistics(
         cards.values("memory__topic").annotate(**_card_counts(tomorrow)).order_by("memory__topic")
     )
     introduced = new_cards_introduced_today(namespace=namespace, tz=tz, now=now, ceiling=ceiling)
-    per_deck = namespace.new_cards_per_day
+    limits = new_card_limits(namespace)
     return [
         DeckStats(
             deck=row["memory__topic"],
@@ -74,7 +79,11 @@ def deck_statistics(
             learned=row["learned"],
             new=row["new"],
             new_available_today=min(
-                row["new"], max(0, per_deck - introduced.get(row["memory__topic"], 0))
+                row["new"],
+                max(
+                    0,
+                    limits.of(row["memory__topic"]) - introduced.get(row["memory__topic"], 0),
+                ),
             ),
         )
         for row in rows

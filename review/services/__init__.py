@@ -1,9 +1,9 @@
 """Writes to review state, one module per concept; every public name is re-exported here.
 
-errors: the domain errors. cards: card creation. grading: card_grade, its undo, implicit
-grades. sessions: study sessions. cram: cram sessions. optimize: FSRS parameters fitted to a
-namespace's reviews. Each imports only those before it in that list (cards and errors import
-none), so the package has no import cycle.
+errors: the domain errors. cards: card creation. decks: deck options. grading: card_grade,
+its undo, implicit grades. sessions: study sessions. cram: cram sessions. optimize: FSRS
+parameters fitted to a namespace's reviews. Each imports only those before it in that list
+(cards, decks and errors import none but errors), so the package has no import cycle.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from review.services.cram import (
     cram_finish,
     cram_start,
 )
+from review.services.decks import MAX_NEW_CARDS_PER_DAY, deck_options_set
 from review.services.errors import (
     AlreadyAnswered,
     CardNotInSession,
@@ -66,6 +67,7 @@ from review.services.sessions import (
 __all__ = [
     "CRAM_MAX_CARDS",
     "DEFAULT_SESSION_LIMIT",
+    "MAX_NEW_CARDS_PER_DAY",
     "OPTIMIZE_IN_REQUEST_MAX_REVIEWS",
     "SESSION_PASS_QUALITY",
     "AlreadyAnswered",
@@ -96,6 +98,7 @@ __all__ = [
     "cram_answer",
     "cram_finish",
     "cram_start",
+    "deck_options_set",
     "fit_pending",
     "grade_quality",
     "implicit_review_settings",

@@ -19,16 +19,24 @@ register = template.Library()
 GRADES_SHOWN = 20
 
 
-@register.inclusion_tag("review/_memory_schedule.html")
-def memory_schedule(memory: Memory, now: datetime) -> dict[str, Any]:
-    """The memory's card and its latest grades (two queries)."""
+@register.inclusion_tag("review/_memory_schedule.html", takes_context=True)
+def memory_schedule(context: template.Context, memory: Memory, now: datetime) -> dict[str, Any]:
+    """The memory's card, its state with bury and suspend buttons that come back to this
+    page, and its latest grades (two queries)."""
     card = Card.objects.filter(memory=memory).first()
     reviews = (
         list(ReviewLog.objects.filter(card=card).select_related("user")[:GRADES_SHOWN])
         if card
         else []
     )
-    return {"card": card, "reviews": reviews, "now": now}
+    request = context.get("request")
+    return {
+        "card": card,
+        "reviews": reviews,
+        "now": now,
+        "csrf_token": context.get("csrf_token"),
+        "next": request.get_full_path() if request is not None else "",
+    }
 
 
 @register.simple_tag

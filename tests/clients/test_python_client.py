@@ -236,6 +236,8 @@ NOT_IN_THE_CLIENT = {
     ("DELETE", "/review/cards/{id}/suspend"): "as above",
     ("POST", "/review/cards/{id}/bury"): "as above",
     ("DELETE", "/review/cards/{id}/bury"): "as above",
+    ("GET", "/review/decks"): "deck options are a person's settings (the dashboard's Deck options)",
+    ("PUT", "/review/decks"): "as above",
 }
 
 

@@ -457,7 +457,15 @@ def test_it_works_without_javascript(browser, console, live_server, study):
         page.get_by_text("Show answer").click()  # <details> needs no script
         page.get_by_role("button", name=re.compile(r"^Good")).click()
         page.wait_for_url(re.compile(r"/review/\d+/$"))
-        assert page.locator("[data-progress]").inner_text() == "Card 2 of 3"
+        progress = page.locator("[data-progress]")
+        assert "1 of 3 done" in progress.inner_text()
+        # Good on a review card sends it away for days: two review cards are left, no new
+        # or learning ones.
+        counts = {
+            kind: progress.locator(f'[data-count="{kind}"]').inner_text()
+            for kind in ("new", "learning", "review")
+        }
+        assert counts == {"new": "0", "learning": "0", "review": "2"}
     finally:
         context.close()
     assert ReviewLog.objects.count() == 1

@@ -55,6 +55,7 @@ READS = {
     "api-consolidations",
     "api-review-queue",
     "api-review-stats",
+    "api-review-decks",
     "api-sessions",
     "api-session",
     "api-cram",
@@ -376,6 +377,7 @@ def _reads(world: World, client: APIClient) -> list[tuple[str, str, bytes]]:
     get("api-consolidations", "/api/v1/consolidations", {"limit": 500})
     get("api-review-queue", "/api/v1/review/queue", {"namespace": slug})
     get("api-review-stats", "/api/v1/review/stats", {"namespace": slug})
+    get("api-review-decks", "/api/v1/review/decks", {"namespace": slug})
     for session in StudySession.objects.filter(namespace=world.namespace):
         name = "api-cram-session" if session.mode == "cram" else "api-session"
         path = "cram" if session.mode == "cram" else "sessions"

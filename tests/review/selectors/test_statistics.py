@@ -183,5 +183,5 @@ def test_it_reports_no_retention_without_reviews(study_ns, make_card):
 def test_it_aggregates_in_a_fixed_number_of_queries(
     history, study_ns, django_assert_max_num_queries
 ):
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(8):
         review_statistics(namespace=study_ns, tz=TZ, now=NOW)
