@@ -25,23 +25,11 @@ from django.utils import timezone
 
 from memories.hooks import BulkAction, bulk_actions
 from memories.models import Classification, Memory, MemoryEvent, Relation
-from memories.services.memories import memory_validate
+from memories.services.memories import forget_reason_clean, memory_validate
 from memories.services.webhooks import memory_events_announce
 
 # At most this many memories in one bulk action (a page of the list is 25).
 BULK_ACTION_MAX = 500
-FORGET_REASON_MAX = 200
-
-
-def forget_reason_clean(reason: Any) -> str:
-    """A forget reason as memory_forget takes it: stripped, not empty, at most 200
-    characters (tests/memories/test_add_bulk_actions.py checks the messages agree)."""
-    reason = (reason or "").strip() if isinstance(reason, str | None) else ""
-    if not reason:
-        raise ValidationError({"reason": "Say why the memory is forgotten."})
-    if len(reason) > FORGET_REASON_MAX:
-        raise ValidationError({"reason": f"At most {FORGET_REASON_MAX} characters."})
-    return reason
 
 
 def _field_clean(name: str, value: Any) -> Any:

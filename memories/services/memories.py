@@ -290,6 +290,20 @@ def memory_update(
     return locked
 
 
+FORGET_REASON_MAX = 200
+
+
+def forget_reason_clean(reason: Any) -> str:
+    """A forget reason, stripped: not empty, at most FORGET_REASON_MAX characters. The one
+    rule for a person or an agent forgetting one memory or many (bulk actions)."""
+    reason = (reason or "").strip() if isinstance(reason, str | None) else ""
+    if not reason:
+        raise ValidationError({"reason": "Say why the memory is forgotten."})
+    if len(reason) > FORGET_REASON_MAX:
+        raise ValidationError({"reason": f"At most {FORGET_REASON_MAX} characters."})
+    return reason
+
+
 @transaction.atomic
 def memory_forget(
     *,
@@ -301,11 +315,7 @@ def memory_forget(
     now: datetime | None = None,
 ) -> Memory:
     """Mark a memory forgotten (hidden from recall and review, restorable until purged)."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "Say why the memory is forgotten."})
-    if len(reason) > 200:
-        raise ValidationError({"reason": "At most 200 characters."})
+    reason = forget_reason_clean(reason)
     now = now or timezone.now()
     locked = Memory.objects.select_for_update().get(pk=memory.pk)
     if locked.status == Memory.Status.FORGOTTEN:
