@@ -8,9 +8,17 @@
     return target.closest && target.closest("input, textarea, select, [contenteditable]");
   }
 
+  /* Shown and enabled: a closed <details> hides everything in it but its own summary (the
+     cue editor's summary answers to C while the editor is closed). */
   function visible(element) {
-    return element && !element.disabled && !element.closest("details:not([open])") &&
-      element.getClientRects().length > 0;
+    if (!element || element.disabled || element.getClientRects().length === 0) return false;
+    var closed = element.closest("details:not([open])");
+    while (closed) {
+      var summary = closed.querySelector(":scope > summary");
+      if (!summary || !summary.contains(element)) return false;
+      closed = closed.parentElement && closed.parentElement.closest("details:not([open])");
+    }
+    return true;
   }
 
   /* On a card ([data-hotkeys]): space or enter reveal the answer; then any button with a

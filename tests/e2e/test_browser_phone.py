@@ -104,6 +104,14 @@ def everything(study, user):  # noqa: F811
             "next_review": (timezone.now() + timedelta(days=3)).isoformat(),
         },
     )
+    # A leech (lapsed and suspended) with long words, for the leeches list.
+    leech = services.memory_create(
+        namespace=study,
+        content="A card that keeps lapsing: " + "Pneumonoultramicroscopic" * 4,
+        topic="geo",
+        cue="What keeps lapsing, " + "again" * 20 + "?",
+    )
+    Card.objects.filter(memory=leech).update(leech=True, lapses=8, suspended_at=timezone.now())
     token, _ = services.token_create(
         owner=user, name="a-rather-long-token-name", namespaces=[study]
     )
