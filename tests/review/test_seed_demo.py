@@ -46,3 +46,21 @@ def test_the_first_sweep_leaves_the_demo_as_a_newcomer_finds_it(db):
     forgotten = Memory.objects.filter(status="forgotten")
     assert forgotten.count() == 2 and all(m.forgotten_reason for m in forgotten)
     assert all(m.last_used_at >= m.created_at for m in Memory.objects.all())
+
+
+def test_the_demos_buttons_each_give_their_own_interval(db):
+    """A newcomer's first card must not show "1 d" on every button: the demo's personal
+    namespace uses Anki's SM-2 modifiers, so Hard, Good and Easy differ on a learned card
+    and Easy differs from Good on a new one."""
+    from review.selectors import card_state, scheduler_for
+
+    call_command("seed_demo", stdout=io.StringIO())
+    personal = Namespace.objects.get(name="Personal")
+    now = timezone.now()
+    learned = Card.objects.filter(namespace=personal, repetitions__gte=2).first()
+    new = Card.objects.filter(namespace=personal, next_review__isnull=True).first()
+    for card, distinct in ((learned, 3), (new, 2)):
+        assert card is not None
+        preview = scheduler_for(personal).preview(card_state(card), now=now)
+        shown = {preview[button] for button in preview if button.name != "AGAIN"}
+        assert len(shown) >= distinct, preview

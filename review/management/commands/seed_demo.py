@@ -423,7 +423,10 @@ class Command(BaseCommand):
     @transaction.atomic
     def _populate(self, user) -> None:
         now = timezone.now()
-        personal = services.namespace_create(owner=user, name="Personal", mode="personal")
+        # Anki's SM-2 modifiers, so each button shows (and gives) its own interval.
+        personal = services.namespace_create(
+            owner=user, name="Personal", mode="personal", sm2_modifiers=True
+        )
         agent = services.namespace_create(owner=user, name="agent-42", mode="agent_memory")
         made: dict[str, list[Memory]] = {}
         for namespace, rows in ((personal, PERSONAL), (agent, AGENT)):
