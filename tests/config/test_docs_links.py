@@ -26,9 +26,7 @@ def broken_links(document: Path) -> list[str]:
 
 
 def test_every_relative_link_of_the_docs_names_a_file():
-    problems = {
-        str(document.relative_to(ROOT)): broken_links(document) for document in documents()
-    }
+    problems = {str(document.relative_to(ROOT)): broken_links(document) for document in documents()}
     assert {name: links for name, links in problems.items() if links} == {}
 
 
