@@ -28,10 +28,13 @@ from memories.text import STOP_WORDS
 GAP = "[…]"
 MAX_GAPS = 3
 
-# A token: a number or date with its inner separators, or a word with inner apostrophes
-# and hyphens ("don't", "well-known").
+# A token: a number or date with its inner separators and a short unit or suffix written
+# against it ("7am", "5km", "3rd", "1990s", "40%": a gap never leaves "[…]am" behind), or
+# a word with inner apostrophes and hyphens ("don't", "well-known").
 _TOKEN = re.compile(
-    r"\d+(?:[.,:/-]\d+)*(?:st|nd|rd|th|%)?|[^\W\d_]+(?:['\u2019-][^\W\d_]+)*", re.UNICODE
+    r"\d+(?:[.,:/-]\d+)*(?:%|[^\W\d_]{1,3}(?![^\W\d_]))?"
+    r"|[^\W\d_]+(?:['\u2019-][^\W\d_]+)*",
+    re.UNICODE,
 )
 _SENTENCE_END = re.compile(r"[.!?:;\n]\s*$")
 

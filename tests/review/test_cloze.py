@@ -19,6 +19,22 @@ def test_numbers_and_dates_go_first_then_names():
     assert cloze("My sister lives in Oslo with her dog").answers == ["Oslo"]
 
 
+@pytest.mark.parametrize(
+    ("text", "hidden"),
+    [
+        ("The temple is quiet before 7am on weekdays.", "7am"),
+        ("The trail climbs 5km through cedar forest.", "5km"),
+        ("Grunge peaked in the 1990s around Seattle.", "1990s"),
+        ("Only 40% of the seeds sprouted this spring.", "40%"),
+    ],
+)
+def test_a_number_is_hidden_with_the_unit_written_against_it(text, hidden):
+    made = cloze(text)
+    assert made is not None
+    assert hidden in [segment.text for segment in made.segments if segment.gap]
+    assert GAP + hidden[-1] not in made.front and GAP + "am" not in made.front
+
+
 def test_a_name_of_several_words_is_one_gap_without_the_article_before_it():
     made = cloze("The user moved with family to New York last winter")
     assert made.answers == ["New York"]
