@@ -247,8 +247,9 @@ def review_index(request: HttpRequest) -> HttpResponse:
     context = {
         "overview": deck_overview(scope, user_tz(), timezone.now()),
         "active": _active_sessions(request, StudySession.Mode.STUDY),
-        "leech_count": Card.objects.filter(
-            memory__in=scope.memories(), memory__status__in=LIVE_STATUSES, leech=True
+        # The leeches page's own list, counted (same filters: live, not superseded).
+        "leech_count": browser_cards(
+            scope=scope, now=timezone.now(), learning_horizon=LEARNING_HORIZON, state=LEECH
         ).count(),
     }
     return render_page(request, "review/index.html", context)

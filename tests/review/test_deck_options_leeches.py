@@ -3,6 +3,8 @@ a card's bury and suspend from the API and the dashboard, and the leeches list."
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 
@@ -328,3 +330,16 @@ def test_another_users_leeches_are_not_listed(client, other_user, card):
     Card.objects.filter(pk=card.pk).update(leech=True, lapses=8, suspended_at=NOW)
     client.force_login(other_user)
     assert "Lisbon" not in client.get("/review/leeches/").content.decode()
+
+
+def test_the_leech_count_on_review_is_the_lists_length(client, user, namespace, card):
+    Card.objects.filter(pk=card.pk).update(leech=True, lapses=8, suspended_at=NOW)
+    client.force_login(user)
+    assert "Leeches (1)" in client.get("/review/").content.decode()
+    # A superseded memory's card is out of review and out of the list: out of the count too.
+    ago = timezone.now() - timedelta(days=1)
+    Memory.objects.filter(pk=card.memory_id).update(
+        valid_from=ago - timedelta(days=1), valid_until=ago
+    )
+    assert "Leeches (" not in client.get("/review/").content.decode()
+    assert "No leeches" in client.get("/review/leeches/").content.decode()
