@@ -400,6 +400,13 @@ class UnsuspendInput(StrictSerializer):
     )
 
 
+def _body(request: Request) -> Any:
+    """The JSON body, or {} when there is none; a body that is not an object (a list, a
+    number) goes to the serializer as it is and is refused there."""
+    data = request.data
+    return {} if data is None or (hasattr(data, "keys") and not data) else data
+
+
 def _card_any_state(scope: Scope, pk: int) -> Card:
     """A card of a live memory in scope, suspended or buried as well (reviewable() leaves
     those out, and they are what these routes act on)."""
@@ -438,7 +445,7 @@ class CardSuspendView(APIView):
     )
     def delete(self, request: Request, pk: int) -> Response:
         card = _card_any_state(Scope.of(request), pk)
-        data = UnsuspendInput(data=request.data or {})
+        data = UnsuspendInput(data=_body(request))
         data.is_valid(raise_exception=True)
         services.cards_unsuspend(
             memories=Memory.objects.filter(pk=card.memory_id),
@@ -456,7 +463,7 @@ class CardBuryView(APIView):
     )
     def post(self, request: Request, pk: int) -> Response:
         card = _card_any_state(Scope.of(request), pk)
-        data = BuryInput(data=request.data or {})
+        data = BuryInput(data=_body(request))
         data.is_valid(raise_exception=True)
         now = timezone.now()
         until = data.validated_data.get("until")

@@ -17,9 +17,10 @@ MAX_DECK_LENGTH = DeckOptions._meta.get_field("topic").max_length
 def deck_options_set(*, namespace: Namespace, deck: str, new_cards_per_day: int | None) -> None:
     """Set a deck's new cards per day, or with None go back to the namespace's. Every
     writer (API, dashboard) comes through here, so the bounds are checked once."""
-    if not isinstance(deck, str) or len(deck) > MAX_DECK_LENGTH:
+    if not isinstance(deck, str) or len(deck) > MAX_DECK_LENGTH or "\x00" in deck:
         raise InvalidRequest(
-            f"A deck is a topic of at most {MAX_DECK_LENGTH} characters.", field="deck"
+            f"A deck is a topic of at most {MAX_DECK_LENGTH} characters, without NUL.",
+            field="deck",
         )
     if new_cards_per_day is None:
         DeckOptions.objects.filter(namespace=namespace, topic=deck).delete()

@@ -76,6 +76,7 @@ def test_a_deck_limit_overrides_the_namespaces_and_empty_inherits_it(namespace, 
         ("verbs", 2.5, "new_cards_per_day"),
         ("verbs", True, "new_cards_per_day"),
         ("x" * 101, 3, "deck"),
+        ("a\x00b", 3, "deck"),
     ],
 )
 def test_the_service_refuses_bad_limits_naming_the_field(namespace, deck, value, field):
@@ -220,10 +221,20 @@ def test_the_api_suspends_unsuspends_buries_and_unburies_a_card(person, namespac
     assert card.buried_until is None and card.pk in queued(namespace)
 
 
-def test_the_api_refuses_a_bad_bury_naming_the_field(person, card):
-    answer = person.post(f"/api/v1/review/cards/{card.pk}/bury", {"until": "soon"}, format="json")
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"until": "soon"}, "until"),
+        ({"until": "2001-01-01T00:00:00Z"}, "until"),
+        ({"tz": "Mars/Base"}, "tz"),
+        ({"later": True}, "later"),
+        ([], "non_field_errors"),
+    ],
+)
+def test_the_api_refuses_a_bad_bury_naming_the_field(person, card, body, field):
+    answer = person.post(f"/api/v1/review/cards/{card.pk}/bury", body, format="json")
     assert answer.status_code == 400
-    assert "until" in answer.json()["error"]["fields"]
+    assert field in answer.json()["error"]["fields"]
     card.refresh_from_db()
     assert card.buried_until is None
 
