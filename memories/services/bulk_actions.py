@@ -25,7 +25,12 @@ from django.utils import timezone
 
 from memories.hooks import BulkAction, bulk_actions
 from memories.models import Classification, Memory, MemoryEvent, Relation
-from memories.services.memories import forget_reason_clean, memory_validate
+from memories.services.memories import (
+    forget_reason_clean,
+    forgotten_fields,
+    memory_validate,
+    restored_fields,
+)
 from memories.services.webhooks import memory_events_announce
 
 # At most this many memories in one bulk action (a page of the list is 25).
@@ -84,12 +89,7 @@ def memories_forget(
     now = now or timezone.now()
     rows = _locked(memories.exclude(status=Memory.Status.FORGOTTEN), "status")
     Memory.objects.filter(pk__in=[row["pk"] for row in rows]).update(
-        status=Memory.Status.FORGOTTEN,
-        status_changed_at=now,
-        forgotten_at=now,
-        forgotten_reason=reason,
-        forgotten_score=None,
-        updated_at=now,
+        **forgotten_fields(reason=reason, score=None, now=now), updated_at=now
     )
     for row in rows:
         row["before"] = {"status": row["status"]}
@@ -111,11 +111,7 @@ def memories_restore(
             When(tier=Memory.Tier.SHORT_TERM, then=Value(Memory.Status.ACTIVE.value)),
             default=Value(Memory.Status.PROMOTED.value),
         ),
-        status_changed_at=now,
-        forgotten_at=None,
-        forgotten_reason="",
-        forgotten_score=None,
-        last_used_at=now,
+        **restored_fields(now=now),
         updated_at=now,
     )
     for row in rows:

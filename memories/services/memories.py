@@ -304,6 +304,30 @@ def forget_reason_clean(reason: Any) -> str:
     return reason
 
 
+def forgotten_fields(*, reason: str, score: float | None, now: datetime) -> dict[str, Any]:
+    """What forgetting writes on a memory, for one (memory_forget) or many (bulk)."""
+    return {
+        "status": Memory.Status.FORGOTTEN,
+        "status_changed_at": now,
+        "forgotten_at": now,
+        "forgotten_reason": reason,
+        "forgotten_score": score,
+    }
+
+
+def restored_fields(*, now: datetime) -> dict[str, Any]:
+    """What restoring writes on a memory besides its status (active for short-term, else
+    promoted): the forgetting cleared and a fresh decay clock, or the next sweep would
+    forget it again."""
+    return {
+        "status_changed_at": now,
+        "forgotten_at": None,
+        "forgotten_reason": "",
+        "forgotten_score": None,
+        "last_used_at": now,
+    }
+
+
 @transaction.atomic
 def memory_forget(
     *,
@@ -321,21 +345,10 @@ def memory_forget(
     if locked.status == Memory.Status.FORGOTTEN:
         return locked
     before = memory_snapshot(locked, ["status"])
-    locked.status = Memory.Status.FORGOTTEN
-    locked.status_changed_at = now
-    locked.forgotten_at = now
-    locked.forgotten_reason = reason
-    locked.forgotten_score = score
-    locked.save(
-        update_fields=[
-            "status",
-            "status_changed_at",
-            "forgotten_at",
-            "forgotten_reason",
-            "forgotten_score",
-            "updated_at",
-        ]
-    )
+    changes = forgotten_fields(reason=reason, score=score, now=now)
+    for name, value in changes.items():
+        setattr(locked, name, value)
+    locked.save(update_fields=[*changes, "updated_at"])
     memory_event_record(
         memory=locked,
         kind=MemoryEvent.Kind.FORGOTTEN,
@@ -358,26 +371,15 @@ def memory_restore(
     if locked.status not in (Memory.Status.FORGOTTEN, Memory.Status.ARCHIVED):
         return locked
     before = memory_snapshot(locked, ["status", "forgotten_reason"])
-    locked.status = (
-        Memory.Status.ACTIVE if locked.tier == Memory.Tier.SHORT_TERM else Memory.Status.PROMOTED
-    )
-    locked.status_changed_at = now
-    locked.forgotten_at = None
-    locked.forgotten_reason = ""
-    locked.forgotten_score = None
-    # A restored memory starts a fresh decay clock, or the next sweep would forget it again.
-    locked.last_used_at = now
-    locked.save(
-        update_fields=[
-            "status",
-            "status_changed_at",
-            "forgotten_at",
-            "forgotten_reason",
-            "forgotten_score",
-            "last_used_at",
-            "updated_at",
-        ]
-    )
+    changes = {
+        "status": Memory.Status.ACTIVE
+        if locked.tier == Memory.Tier.SHORT_TERM
+        else Memory.Status.PROMOTED,
+        **restored_fields(now=now),
+    }
+    for name, value in changes.items():
+        setattr(locked, name, value)
+    locked.save(update_fields=[*changes, "updated_at"])
     memory_event_record(
         memory=locked,
         kind=MemoryEvent.Kind.RESTORED,
