@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install-test run migrate demo test lint format bench clean
+.PHONY: install install-test run migrate demo test lint format bench clean eval-gate
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,22 @@ PYTEST_ARGS ?=
 test: install-test
 	$(PY) -m coverage run -m pytest $(PYTEST_ARGS)
 	$(PY) -m coverage report --fail-under=$(if $(strip $(PYTEST_ARGS)),0,$$(cat .coverage-floor))
+
+# The recall regression gate (docs/evaluation.md): recall@10 on the LoCoMo dev file through
+# the product path, on a fresh SQLite database with the default configuration, must stay at
+# or above the floor in .recall-floor. The file is looked for beside the repository
+# (../shared/data) unless LOCOMO_FILE says where; without it the gate says so and passes.
+LOCOMO_FILE ?= $(firstword $(wildcard ../shared/data/locomo-dev.json /work/shared/data/locomo-dev.json))
+EVAL_SQLITE_URL ?= sqlite:///var/eval-gate.sqlite3
+eval-gate: install
+	@if [ -z "$(LOCOMO_FILE)" ] || [ ! -f "$(LOCOMO_FILE)" ]; then \
+	  echo "recall gate SKIPPED: no LoCoMo file (set LOCOMO_FILE=path/to/locomo-dev.json)"; \
+	else \
+	  rm -f var/eval-gate.sqlite3 && \
+	  DATABASE_URL=$(EVAL_SQLITE_URL) $(PY) manage.py migrate --no-input -v0 && \
+	  DATABASE_URL=$(EVAL_SQLITE_URL) $(PY) manage.py eval_recall "$(LOCOMO_FILE)" --k 1,5,10 \
+	    --floor-file .recall-floor && rm -f var/eval-gate.sqlite3; \
+	fi
 
 # Whole-service figures (docs/benchmarks.md): SQLite always, PostgreSQL when
 # BENCH_DATABASE_URL is set. BENCH_ARGS adds options, e.g. BENCH_ARGS="--load" (needs wrk).

@@ -272,6 +272,7 @@ def evaluate(
             "keyword_boost": config.keyword_boost,
             "association_spread": config.association_spread,
             "episode_boost": config.episode_boost,
+            "temporal_boost": config.temporal_boost,
             "short_circuit": config.short_circuit,
         },
         "recall": {k: statistics.fmean(hits[k]) for k in ks},

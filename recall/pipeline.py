@@ -69,6 +69,7 @@ class RecallConfig:
     keyword_boost: float = 0.3
     association_spread: float = 0.5
     episode_boost: float = 0.3
+    temporal_boost: float = 1.0
     episode_window_minutes: float = 30.0
     review_blend: float = 0.3
     thresholds: Thresholds = field(default_factory=Thresholds)
@@ -97,6 +98,7 @@ class RecallConfig:
             "keyword_boost": settings.RECALL_KEYWORD_BOOST,
             "association_spread": settings.RECALL_ASSOCIATION_SPREAD,
             "episode_boost": settings.RECALL_EPISODE_BOOST,
+            "temporal_boost": settings.RECALL_TEMPORAL_BOOST,
             "episode_window_minutes": settings.RECALL_EPISODE_WINDOW_MINUTES,
             "review_blend": settings.REVIEW_BLEND_RATIO,
             "thresholds": Thresholds(
@@ -256,7 +258,7 @@ def run_pipeline(
 ) -> RecallResult:
     """Run every stage and the ranking; returns results without writing anything."""
     started = time.perf_counter()
-    terms = analyse_query(query)
+    terms = analyse_query(query, now=filters.now, tz=timezone.get_current_timezone())
     wanted = active_stages(requested_stages, config)
     log = _StageLog()
     ns_by_id = {ns.pk: ns for ns in namespaces}
@@ -502,6 +504,9 @@ def _rank(
     """Boosts, final scores, near-duplicates shown once, MMR and the review blend: ids of
     the results in order, and each kept result's near-duplicates."""
     ranking.keyword_boost(candidates, terms.terms, config.keyword_boost)
+    ranking.temporal_boost(
+        candidates, terms.when, config.temporal_boost, timezone.get_current_timezone()
+    )
     _spread_associations(candidates, filters, config.association_spread)
     ranking.episode_boost(candidates, config.episode_boost, config.episode_window_minutes)
     ranking.normalise(candidates)

@@ -30,6 +30,7 @@ from memories.text import words
 from recall.fusion import Candidate
 from recall.mmr import mmr_rerank
 from recall.scoring import context_boost, emotion_tiebreak, spacing_multiplier
+from recall.temporal import TemporalQuery
 
 REVIEW_MIN_RELEVANCE = 0.25  # a review-blend pick must still be about the query
 MMR_POOL_MIN = 30
@@ -98,6 +99,20 @@ def add_association_support(candidates: dict[int, Candidate], support: dict[int,
             continue
         cand.relevance += gain
         cand.boosts["association"] = gain
+
+
+def temporal_boost(
+    candidates: dict[int, Candidate], when: TemporalQuery, boost: float, tz: tzinfo
+) -> None:
+    """x(1 + boost) for a memory written within a time the query names (recall.temporal):
+    "what did Maria donate in December 2023?" is about what was written then."""
+    if not boost or not when:
+        return
+    for cand in candidates.values():
+        if when.contains(cand.row["created_ts"], tz):
+            gain = cand.relevance * boost
+            cand.relevance += gain
+            cand.boosts["temporal"] = gain
 
 
 def episode_boost(candidates: dict[int, Candidate], boost: float, window_minutes: float) -> None:

@@ -3,7 +3,8 @@
 Stemmed full text first (PostgreSQL's generated tsvector ranked with an idf per term,
 SQLite's FTS5 porter table ranked by bm25), then for words with no stemmed match a
 trigram sub-query over the folded text (typos, substrings), then the same over the
-original-language text while results are still short. Hits come back as plain
+original-language text while results are still short; a query naming a date whose words
+match nothing gets the memories written then (recall.temporal). Hits come back as plain
 (memory id, raw score, sub-query) triples; recall.fusion turns them into scores.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from django.db import connection
 
@@ -19,6 +21,7 @@ from config.db import is_postgres
 from recall import termstats
 from recall.stages.filters import RecallFilters
 from recall.stages.query import QueryTerms
+from recall.temporal import TimeRange
 
 MIN_TRIGRAM_TERM = 3
 FUZZY_SIMILARITY = 0.45  # trigram Jaccard a typo'd word must reach against a stored word
@@ -58,7 +61,7 @@ def full_text(
     result = FullTextResult()
     if not query.terms:
         result.note = "only common words" if query.only_common_words else "no words"
-        return result
+        return _dated_fallback(result, query, filters, candidate_cap)
     # Counting stops early: a word in more than a quarter of the budget is "common" and
     # its exact count changes neither the term choice much nor its (low) idf.
     df, n_docs = document_frequencies(
@@ -103,6 +106,19 @@ def full_text(
                 if memory_id not in seen:
                     seen.add(memory_id)
                     result.hits.append((memory_id, score, "original"))
+    return _dated_fallback(result, query, filters, candidate_cap)
+
+
+def _dated_fallback(
+    result: FullTextResult, query: QueryTerms, filters: RecallFilters, cap: int
+) -> FullTextResult:
+    """A query that names a date and matched no words ("what happened yesterday?"): the
+    memories written then, newest first."""
+    if result.hits or not query.when.ranges:
+        return result
+    result.hits = [(i, 1.0, "dated") for i in _dated(query.when.ranges, filters, cap)]
+    if result.hits:
+        result.note = "written " + query.when.describe()
     return result
 
 
@@ -296,6 +312,26 @@ def _trigram(terms: list[str], filters: RecallFilters, column: str) -> list[tupl
             scored.append((memory_id, sum(good) / len(terms)))
     scored.sort(key=lambda pair: -pair[1])
     return scored[:TRIGRAM_CANDIDATES]
+
+
+def _dated(ranges: list[TimeRange], filters: RecallFilters, cap: int) -> list[int]:
+    """Ids of up to `cap` memories passing the filters written within any of the ranges,
+    newest first."""
+    ops = connection.ops
+    where, params = filters.sql("m")
+    within = " OR ".join(["(m.created_at >= %s AND m.created_at < %s)"] * len(ranges))
+    for r in ranges:
+        params += [
+            ops.adapt_datetimefield_value(datetime.fromtimestamp(r.start, UTC)),
+            ops.adapt_datetimefield_value(datetime.fromtimestamp(r.end, UTC)),
+        ]
+    sql = (
+        f"SELECT m.id FROM memories_memory m WHERE {where} AND ({within}) "
+        "ORDER BY m.created_at DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, cap])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def _escape_like(term: str) -> str:

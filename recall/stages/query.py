@@ -1,10 +1,12 @@
-"""A recall query reduced to the words the stages match on."""
+"""A recall query reduced to the words the stages match on, and the dates it names."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
 
 from memories.text import STOP_WORDS, words
+from recall import temporal
 
 MAX_QUERY_TERMS = 16
 
@@ -14,15 +16,24 @@ class QueryTerms:
     """A query reduced to what the stages match on."""
 
     text: str
-    terms: list[str]  # folded content words, stop words removed, in query order
+    terms: list[str]  # folded content words, stop words and dates removed, in query order
     all_words: list[str]  # every folded word, stop words included
+    # The times it names (recall.temporal); empty unless analysed with a `now`.
+    when: temporal.TemporalQuery = field(default_factory=temporal.TemporalQuery)
 
     @property
     def only_common_words(self) -> bool:
-        return bool(self.all_words) and not self.terms
+        return bool(self.all_words) and not self.terms and not self.when
 
 
-def analyse_query(text: str) -> QueryTerms:
+def analyse_query(
+    text: str, *, now: datetime | None = None, tz: tzinfo | None = None
+) -> QueryTerms:
+    """Content words of `text`; with `now` (and the user's `tz`), also the dates it names,
+    whose words are then not content words ("in May 2023" matches memories written then,
+    not memories saying "May")."""
     all_words = words(text)
-    terms = [w for w in dict.fromkeys(all_words) if w not in STOP_WORDS and len(w) > 1]
-    return QueryTerms(text=text, terms=terms[:MAX_QUERY_TERMS], all_words=all_words)
+    when = temporal.parse(text, now=now, tz=tz or now.tzinfo) if now else temporal.TemporalQuery()
+    content = words(when.rest) if when else all_words
+    terms = [w for w in dict.fromkeys(content) if w not in STOP_WORDS and len(w) > 1]
+    return QueryTerms(text=text, terms=terms[:MAX_QUERY_TERMS], all_words=all_words, when=when)

@@ -121,3 +121,33 @@ def test_it_rejects_a_file_without_questions(tmp_path):
     empty.write_text("[]")
     with pytest.raises(CommandError):
         call_command("eval_recall", str(empty), stdout=StringIO())
+
+
+def test_the_floor_file_fails_the_command_when_recall_falls_below_it(tmp_path):
+    report = tmp_path / "figures.json"
+    call_command(
+        "eval_recall", str(FIXTURE), "--k", "1,3", "--json", str(report), stdout=StringIO()
+    )
+    figure = json.loads(report.read_text())["recall"]["3"]
+    floor = tmp_path / "floor"
+    floor.write_text(f"{figure:.3f}\n")
+    out = StringIO()
+    call_command("eval_recall", str(FIXTURE), "--k", "1,3", "--floor-file", str(floor), stdout=out)
+    assert f"recall@3 {figure:.3f} is at or above the floor" in out.getvalue()
+    floor.write_text(f"{figure + 0.01:.3f}\n")
+    with pytest.raises(CommandError, match="below the floor"):
+        call_command("eval_recall", str(FIXTURE), "--k", "1,3", "--floor-file", str(floor))
+
+
+@pytest.mark.parametrize("content", ["", "high", "1.5"])
+def test_an_unreadable_floor_is_refused_before_anything_runs(tmp_path, content):
+    floor = tmp_path / "floor"
+    floor.write_text(content)
+    with pytest.raises(CommandError, match="recall floor"):
+        call_command("eval_recall", str(FIXTURE), "--floor-file", str(floor))
+    assert not Namespace.objects.exists()
+
+
+def test_the_repository_floor_is_a_fraction():
+    floor = Path(__file__).resolve().parents[2] / ".recall-floor"
+    assert 0.5 < float(floor.read_text()) <= 1.0

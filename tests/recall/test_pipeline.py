@@ -487,3 +487,36 @@ def test_results_keep_their_created_at_to_the_microsecond(recall, make_memory, m
     (hit,) = recall("quarterly budget").results
     assert hit.memory_id == memory.pk
     assert hit.to_dict()["metadata"]["created_at"] == created.isoformat()
+
+
+# --- Dates in the query ----------------------------------------------------------------------
+
+
+def test_a_date_in_the_query_favours_what_was_written_then(recall, make_memory):
+    june = make_memory(
+        "Booked the rooftop venue for the launch party",
+        created_at=datetime(2023, 6, 3, 10, tzinfo=UTC),
+    )
+    march = make_memory(
+        "Launch party venue: the venue we book for a launch party must seat two hundred",
+        created_at=datetime(2023, 3, 9, 10, tzinfo=UTC),
+    )
+    assert len(ids(recall("What venue did we book for the launch party?"))) == 2
+    # Whichever the words prefer, the date named decides.
+    assert ids(recall("What venue did we book for the launch party in March 2023?"))[0] == march.pk
+    dated = recall("What venue did we book for the launch party on 3 June, 2023?")
+    assert ids(dated)[0] == june.pk
+    explanation = dated.results[0].to_dict()["explanation"]
+    assert explanation["boosts"]["temporal"] > 0
+    assert "temporal" not in dated.results[1].to_dict()["explanation"]["boosts"]
+
+
+def test_a_query_naming_only_a_date_returns_what_was_written_then(recall, make_memory):
+    now = timezone.now()
+    yesterday = make_memory("Sketched the new logo", created_at=now - timedelta(days=1))
+    make_memory("Sketched the old logo", created_at=now - timedelta(days=20))
+    result = recall("What happened yesterday?")  # "happened" matches nothing
+    assert ids(result) == [yesterday.pk]
+    assert result.stage_timings["Sf"]["hits"] == 1
+    assert ids(recall("yesterday")) == [yesterday.pk]
+    assert ids(recall("What happened on 1 January 1999?")) == []

@@ -46,6 +46,7 @@ class Command(BaseCommand):
         parser.add_argument("--keyword-boost", type=float)
         parser.add_argument("--association-spread", type=float)
         parser.add_argument("--episode-boost", type=float)
+        parser.add_argument("--temporal-boost", type=float)
         parser.add_argument("--candidate-cap", type=int)
         parser.add_argument(
             "--no-short-circuit",
@@ -54,6 +55,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--conversations", type=int, help="only the first N conversations")
         parser.add_argument("--json", dest="json_out", help="write the figures to this file")
+        parser.add_argument(
+            "--floor-file",
+            help="fail (exit 1) when recall at the largest k is below the number in this file "
+            "(the regression gate: .recall-floor)",
+        )
         parser.add_argument("--keep", action="store_true", help="keep the namespaces")
         parser.add_argument(
             "--http",
@@ -91,6 +97,7 @@ class Command(BaseCommand):
             ("keyword_boost", "keyword_boost"),
             ("association_spread", "association_spread"),
             ("episode_boost", "episode_boost"),
+            ("temporal_boost", "temporal_boost"),
             ("candidate_cap", "candidate_cap"),
         ):
             if options[option] is not None:
@@ -102,6 +109,7 @@ class Command(BaseCommand):
             if options["provider"]:
                 overrides["embedding_provider"] = options["provider"]
         config = RecallConfig.from_settings(**overrides)
+        floor = _floor(options["floor_file"]) if options["floor_file"] else None
         http = None
         if options["http"]:
             if overrides:
@@ -130,6 +138,14 @@ class Command(BaseCommand):
         self._print(figures, ks)
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(figures, indent=2, default=str))
+        if floor is not None:
+            figure = figures["recall"][ks[-1]]
+            if round(figure, 3) < floor:  # the figure as printed
+                raise CommandError(
+                    f"recall@{ks[-1]} {figure:.3f} is below the floor {floor:.3f} "
+                    f"({options['floor_file']}): recall got worse"
+                )
+            self.stdout.write(f"recall@{ks[-1]} {figure:.3f} is at or above the floor {floor:.3f}")
 
     def _print(self, figures: dict, ks: list[int]) -> None:
         out = self.stdout.write
@@ -158,3 +174,14 @@ class Command(BaseCommand):
         out(f"latency ms  p50 {lat['p50']:.1f}  p95 {lat['p95']:.1f}  mean {lat['mean']:.1f}")
         if figures["embedding_seconds"]:
             out(f"document embedding took {figures['embedding_seconds']} s")
+
+
+def _floor(path: str) -> float:
+    """The number in the floor file; CommandError when it is missing or not a fraction."""
+    try:
+        floor = float(Path(path).read_text().split()[0])
+    except (OSError, IndexError, ValueError) as exc:
+        raise CommandError(f"cannot read a recall floor from {path}: {exc}") from exc
+    if not 0.0 <= floor <= 1.0:
+        raise CommandError(f"the recall floor in {path} must be between 0 and 1, not {floor}")
+    return floor
