@@ -423,7 +423,7 @@ RECALL_KEYWORD_BOOST = env.float("RECALL_KEYWORD_BOOST", 0.3, minimum=0.0)
 RECALL_ASSOCIATION_SPREAD = env.float("RECALL_ASSOCIATION_SPREAD", 0.5, minimum=0.0)
 RECALL_EPISODE_BOOST = env.float("RECALL_EPISODE_BOOST", 0.3, minimum=0.0)
 # x(1 + boost) for a memory written within a date the query names (recall.temporal).
-RECALL_TEMPORAL_BOOST = env.float("RECALL_TEMPORAL_BOOST", 1.0, minimum=0.0)
+RECALL_TEMPORAL_BOOST = env.float("RECALL_TEMPORAL_BOOST", 2.0, minimum=0.0)
 RECALL_EPISODE_WINDOW_MINUTES = env.float("RECALL_EPISODE_WINDOW_MINUTES", 30.0, minimum=0.0)
 RECALL_SIGNATURE_THRESHOLD = env.float("RECALL_SIGNATURE_THRESHOLD", 0.65, minimum=0.5, maximum=1.0)
 RECALL_SIGNATURE_CAP = env.int("RECALL_SIGNATURE_CAP", 5, minimum=0)

@@ -69,7 +69,7 @@ class RecallConfig:
     keyword_boost: float = 0.3
     association_spread: float = 0.5
     episode_boost: float = 0.3
-    temporal_boost: float = 1.0
+    temporal_boost: float = 2.0
     episode_window_minutes: float = 30.0
     review_blend: float = 0.3
     thresholds: Thresholds = field(default_factory=Thresholds)

@@ -49,6 +49,7 @@ BOOST_NAMES = {
     "keyword": "keyword match",
     "association": "association",
     "episode": "same episode",
+    "temporal": "written on the date asked about",
 }
 LIMITS = (10, 20, 50)
 TIER_LABELS = dict(Memory.Tier.choices)
