@@ -297,3 +297,104 @@ def decay_curve(
         )
         points.append((offset, score))
     return points
+
+
+# --- When a memory will be forgotten -------------------------------------------------------
+
+OUTLOOK_HORIZON_DAYS = 3650.0  # "not within ten years" is as good as never
+
+
+def seconds_until_below(
+    threshold: float,
+    *,
+    use_count: int,
+    dt_seconds: float,
+    strength: float,
+    params: DecayParams,
+    horizon_days: float = OUTLOOK_HORIZON_DAYS,
+) -> float | None:
+    """Seconds from now until the score falls strictly below `threshold` without a use: 0
+    when it is already below, None when it stays at or above it for `horizon_days`.
+
+    Every model's decay is decreasing in time, so the crossing is found by bisection to a
+    second (the same code for the three models; the exponential's closed form agrees).
+    """
+    require_finite("threshold", threshold)
+    dt = max(0.0, require_finite("dt_seconds", dt_seconds))
+
+    def below(extra: float) -> bool:
+        score = decay_score_after(
+            use_count=use_count, dt_seconds=dt + extra, strength=strength, params=params
+        )
+        return score < threshold
+
+    if below(0.0):
+        return 0.0
+    high = horizon_days * SECONDS_PER_DAY
+    if not below(high):
+        return None
+    low = 0.0
+    while high - low > 1.0:
+        middle = (low + high) / 2
+        if below(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+@dataclass(frozen=True)
+class ForgettingOutlook:
+    """What the decay sweep will do to one memory if nothing changes (seed 003's forget
+    rule, should_forget): whether it can be forgotten at all (and if not, why), the
+    seconds left until its score falls under the forget threshold (0: the next sweep;
+    None: not within the horizon), and the seconds it would have left after one use now."""
+
+    forgettable: bool
+    reason: str
+    seconds_left: float | None
+    seconds_left_after_use: float | None
+
+    @property
+    def gain_per_use_seconds(self) -> float | None:
+        """How much later one use now would make it forgotten (None when unknown)."""
+        if self.seconds_left is None or self.seconds_left_after_use is None:
+            return None
+        return max(0.0, self.seconds_left_after_use - self.seconds_left)
+
+
+def forgetting_outlook(
+    *,
+    status: str,
+    tier: str,
+    use_count: int,
+    dt_seconds: float,
+    strength: float,
+    params: DecayParams,
+    thresholds: Thresholds,
+    horizon_days: float = OUTLOOK_HORIZON_DAYS,
+) -> ForgettingOutlook:
+    """The outlook of one memory (ForgettingOutlook). A use is what memory_touch records:
+    one more use, the clock reset to now, strength unchanged."""
+    if status != STATUS_ACTIVE:
+        return ForgettingOutlook(False, f"it is {status}, not active", None, None)
+    if tier != TIER_SHORT_TERM:
+        reason = f"only short-term memories are forgotten; a {tier.replace('_', '-')} one goes cold"
+        return ForgettingOutlook(False, reason, None, None)
+    left = seconds_until_below(
+        thresholds.forget,
+        use_count=use_count,
+        dt_seconds=dt_seconds,
+        strength=strength,
+        params=params,
+        horizon_days=horizon_days,
+    )
+    after_use = seconds_until_below(
+        thresholds.forget,
+        use_count=use_count + 1,
+        dt_seconds=0.0,
+        strength=strength,
+        params=params,
+        horizon_days=horizon_days,
+    )
+    return ForgettingOutlook(True, "", left, after_use)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -13,12 +13,13 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from memories.auth import Scope
+from memories.decay import ForgettingOutlook, forgetting_outlook
 from memories.models import Memory, MemoryEvent
 from memories.plots import Threshold
 from memories.score_sql import params_cte, scored_memories_sql
 from memories.scores import ScoreHistogram, band_sql, bin_sql, score_histogram
 from memories.services.near_duplicates import near_group
-from memories.sweep import SweepConfig
+from memories.sweep import SweepConfig, thresholds_from_settings
 
 # The status filter's value for "every status, forgotten ones included".
 ANY_STATUS = "any"
@@ -241,3 +242,80 @@ def reinforce_candidates(
         scores = dict(cursor.fetchall())
     rows = scope.memories().select_related("namespace").in_bulk(list(scores))
     return [(rows[pk], scores[pk]) for pk in scores if pk in rows]
+
+
+@dataclass(frozen=True)
+class ForgettingExplanation:
+    """What a memory's page says about its forgetting: the outlook (memories.decay), when
+    that falls, and the model and parameters that decide it, with where they come from."""
+
+    outlook: ForgettingOutlook
+    forget_at: datetime | None
+    model: str
+    parameters: list[tuple[str, str]]
+    source: str  # "namespace" when the namespace sets any decay field, else "defaults"
+    threshold: float
+
+    @property
+    def gain_days(self) -> float | None:
+        """Days one use now would add before it is forgotten (None when unknown)."""
+        gain = self.outlook.gain_per_use_seconds
+        return None if gain is None else gain / 86_400
+
+
+_MODEL_PARAMETERS = {
+    "exponential": ("half_life_days",),
+    "power_law": ("half_life_days", "power_alpha"),
+    "two_component": ("fast_half_life_days", "slow_half_life_days", "fast_weight"),
+}
+_PARAMETER_LABELS = {
+    "half_life_days": ("half-life", "{:g} days"),
+    "power_alpha": ("tail exponent alpha", "{:g}"),
+    "fast_half_life_days": ("fast half-life", "{:g} days"),
+    "slow_half_life_days": ("slow half-life", "{:g} days"),
+    "fast_weight": ("fast share", "{:.0%}"),
+    "beta": ("use exponent beta", "{:g}"),
+}
+_NAMESPACE_DECAY_FIELDS = (
+    "decay_model",
+    "decay_half_life_days",
+    "decay_beta",
+    "decay_power_alpha",
+    "decay_fast_half_life_days",
+    "decay_slow_half_life_days",
+    "decay_fast_weight",
+)
+
+
+def forgetting_explanation(memory: Memory, now: datetime) -> ForgettingExplanation:
+    """When `memory` will be forgotten at its current rate and what decides it."""
+    namespace = memory.namespace
+    params = namespace.decay_params()
+    thresholds = thresholds_from_settings()
+    outlook = forgetting_outlook(
+        status=memory.status,
+        tier=memory.tier,
+        use_count=memory.use_count,
+        dt_seconds=(now - memory.last_used_at).total_seconds(),
+        strength=memory.strength,
+        params=params,
+        thresholds=thresholds,
+    )
+    names = (*_MODEL_PARAMETERS[params.model], "beta")
+    parameters = [
+        (_PARAMETER_LABELS[name][0], _PARAMETER_LABELS[name][1].format(getattr(params, name)))
+        for name in names
+    ]
+    own = any(getattr(namespace, name) not in (None, "") for name in _NAMESPACE_DECAY_FIELDS)
+    return ForgettingExplanation(
+        outlook=outlook,
+        forget_at=(
+            now + timedelta(seconds=outlook.seconds_left)
+            if outlook.seconds_left is not None
+            else None
+        ),
+        model=params.model.replace("_", " "),
+        parameters=parameters,
+        source="namespace" if own else "defaults",
+        threshold=thresholds.forget,
+    )

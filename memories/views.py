@@ -276,6 +276,7 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_merge": memory.valid_until is None and memory.status in LIVE_STATUSES,
         "superseded_by_form": SupersededByForm(),
         "forget_form": ForgetForm(),
+        "forgetting": selectors.forgetting_explanation(memory, now),
         "now": now,
     }
     return render_page(request, "memories/memory_detail.html", context)

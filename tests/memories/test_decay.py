@@ -16,6 +16,7 @@ from memories.decay import (
     decay_factor,
     decay_score,
     decay_score_after,
+    forgetting_outlook,
     half_life_to_lambda,
     in_danger_zone,
     iso_second,
@@ -24,6 +25,7 @@ from memories.decay import (
     power_law_t0_seconds,
     require_finite,
     review_priority,
+    seconds_until_below,
     should_forget,
     should_promote,
 )
@@ -376,3 +378,61 @@ def test_it_refuses_non_finite_decay_params(field, value):
 def test_it_refuses_non_finite_thresholds(field, value):
     with pytest.raises(ValueError, match=f"{field} must be a finite number"):
         Thresholds(**{field: value})
+
+
+# --- When a memory will be forgotten -------------------------------------------------------
+
+
+def test_seconds_until_below_matches_the_exponential_closed_form():
+    params = DecayParams(half_life_days=3.0, beta=0.6)
+    # 1 * 2^(-t/3) < 0.05  <=>  t > 3 log2(20) days
+    left = seconds_until_below(0.05, use_count=0, dt_seconds=0, strength=1.0, params=params)
+    assert left == pytest.approx(3 * math.log2(20) * 86_400, abs=2)
+    # One day already gone leaves one day less; a strength of 0.5 halves the start.
+    later = seconds_until_below(0.05, use_count=0, dt_seconds=86_400, strength=1.0, params=params)
+    assert later == pytest.approx(left - 86_400, abs=2)
+    weaker = seconds_until_below(0.05, use_count=0, dt_seconds=0, strength=0.5, params=params)
+    assert weaker == pytest.approx(3 * math.log2(10) * 86_400, abs=2)
+
+
+@pytest.mark.parametrize("model", ["exponential", "power_law", "two_component"])
+def test_the_score_crosses_the_threshold_exactly_when_said(model):
+    params = DecayParams(model=model)
+    left = seconds_until_below(0.05, use_count=3, dt_seconds=3_600, strength=1.0, params=params)
+    assert left is not None and left > 0
+
+    def score(extra):
+        return decay_score_after(use_count=3, dt_seconds=3_600 + extra, strength=1.0, params=params)
+
+    assert score(left - 2) >= 0.05 > score(left)
+
+
+def test_already_below_is_zero_and_a_slow_tail_past_the_horizon_is_none():
+    params = DecayParams()
+    gone = seconds_until_below(
+        0.05, use_count=0, dt_seconds=30 * 86_400, strength=1.0, params=params
+    )
+    assert gone == 0.0
+    slow = DecayParams(model="power_law", power_alpha=0.05)
+    assert seconds_until_below(0.05, use_count=0, dt_seconds=0, strength=1.0, params=slow) is None
+
+
+def test_the_outlook_says_what_one_use_adds_and_who_is_never_forgotten():
+    base = {"use_count": 0, "dt_seconds": 0.0, "strength": 1.0, "params": DecayParams()}
+    outlook = forgetting_outlook(
+        status="active", tier="short_term", thresholds=Thresholds(), **base
+    )
+    assert outlook.forgettable
+    # After a use: (1 + 1)^0.6 / 0.05 to fall through, from now.
+    assert outlook.seconds_left_after_use == pytest.approx(
+        3 * math.log2(2**0.6 / 0.05) * 86_400, abs=2
+    )
+    assert outlook.gain_per_use_seconds == pytest.approx(3 * 0.6 * 86_400, abs=4)
+    for status, tier, why in (
+        ("active", "long_term", "only short-term memories are forgotten"),
+        ("active", "core", "a core one goes cold"),
+        ("promoted", "short_term", "it is promoted"),
+    ):
+        other = forgetting_outlook(status=status, tier=tier, thresholds=Thresholds(), **base)
+        assert not other.forgettable and why in other.reason
+        assert other.seconds_left is None and other.gain_per_use_seconds is None

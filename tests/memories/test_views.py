@@ -629,3 +629,31 @@ def test_tokens_are_created_and_revoked_with_htmx(ada_client, user, personal, ap
     assert api(secret).get("/api/v1/memories").status_code == 401
     page = ada_client.get(reverse("token-list")).content.decode()
     assert "revoked" in page and "agent" in page
+
+
+def test_the_memory_page_says_when_it_will_be_forgotten_and_what_keeps_it(ada_client, personal):
+    now = timezone.now()
+    fading = services.memory_create(namespace=personal, content="Parking on level 3, row F")
+    Memory.objects.filter(pk=fading.pk).update(last_used_at=now - timedelta(days=1))
+    body = ada_client.get(reverse("memory-detail", args=[fading.pk])).content.decode()
+    assert "When it will be forgotten" in body
+    # Defaults: 3-day half-life, beta 0.6, forget under 0.05: 3 log2(20) = 12.97 days from
+    # its last use, one of which has passed.
+    forget_at = now - timedelta(days=1) + timedelta(days=12.966)
+    assert forget_at.strftime("%Y-%m-%d") in body  # the <time datetime=...>
+    assert "adds about <strong>2.8 days</strong>" in body  # 14.77 - (12.97 - 1)
+    assert "exponential decay (half-life 3 days, use exponent beta 0.6)" in body
+    assert "the service's defaults" in body
+
+    Namespace.objects.filter(pk=personal.pk).update(decay_half_life_days=14.0)
+    body = ada_client.get(reverse("memory-detail", args=[fading.pk])).content.decode()
+    assert "half-life 14 days" in body and "set on the namespace" in body
+
+    Memory.objects.filter(pk=fading.pk).update(last_used_at=now - timedelta(days=400))
+    body = ada_client.get(reverse("memory-detail", args=[fading.pk])).content.decode()
+    assert "the next decay sweep forgets it" in body
+
+    Memory.objects.filter(pk=fading.pk).update(tier=Memory.Tier.LONG_TERM)
+    body = ada_client.get(reverse("memory-detail", args=[fading.pk])).content.decode()
+    assert "Never by decay: only short-term memories are forgotten" in body
+    assert "adds about" not in body
