@@ -358,6 +358,8 @@ DECAY_FAST_WEIGHT = env.float(
     "DECAY_FAST_WEIGHT", _decay_defaults.fast_weight, minimum=0.0, maximum=1.0
 )
 FORGET_THRESHOLD = env.float("FORGET_THRESHOLD", _threshold_defaults.forget, minimum=0.0)
+# The about-to-forget digest lists what decay will forget within this many days.
+FORGET_DIGEST_DAYS = env.int("FORGET_DIGEST_DAYS", 3, minimum=1)
 PROMOTE_THRESHOLD = env.float("PROMOTE_THRESHOLD", _threshold_defaults.promote, minimum=0.0)
 PROMOTE_USE_COUNT = env.int("PROMOTE_USE_COUNT", _threshold_defaults.promote_use_count, minimum=1)
 PROMOTE_TIME_WINDOW_DAYS = env.float(

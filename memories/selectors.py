@@ -16,7 +16,7 @@ from memories.auth import Scope
 from memories.decay import ForgettingOutlook, forgetting_outlook
 from memories.models import Memory, MemoryEvent
 from memories.plots import Threshold
-from memories.score_sql import params_cte, scored_memories_sql
+from memories.score_sql import db_datetime, params_cte, scored_memories_sql
 from memories.scores import ScoreHistogram, band_sql, bin_sql, score_histogram
 from memories.services.near_duplicates import near_group
 from memories.sweep import SweepConfig, thresholds_from_settings
@@ -319,3 +319,73 @@ def forgetting_explanation(memory: Memory, now: datetime) -> ForgettingExplanati
         source="namespace" if own else "defaults",
         threshold=thresholds.forget,
     )
+
+
+ABOUT_TO_FORGET_MAX = 100  # the most memories the digest lists (all are counted)
+
+
+@dataclass(frozen=True)
+class AboutToForget:
+    """The memories decay will forget within `days` (the digest): how many, and the first
+    ABOUT_TO_FORGET_MAX of them, soonest first, each with when it falls due and its score
+    now."""
+
+    count: int
+    days: int
+    by: datetime
+    memories: list[tuple[Memory, datetime, float]]
+
+
+def about_to_forget(
+    *, scope: Scope, now: datetime, days: int, namespace=None, limit: int = ABOUT_TO_FORGET_MAX
+) -> AboutToForget:
+    """Active short-term memories of the caller's reach whose score, if nothing uses them,
+    is under the forget threshold `days` from now: what the sweep will forget by then
+    (decay.should_forget, with each namespace's decay model). Live, current, unexpired and
+    at or below the caller's ceiling. One statement counts and ranks them in the database
+    (their scores at now + days, lowest first); the page's few get their exact moment from
+    decay.forgetting_outlook. `limit` 0: the count alone, in one statement."""
+    by = now + timedelta(days=days)
+    namespace_ids = [namespace.pk] if namespace is not None else list(scope.namespace_ids)
+    if not namespace_ids:
+        return AboutToForget(0, days, by, [])
+    config = SweepConfig.from_settings()
+    p_sql, p_params = params_cte(config, by)
+    marks = ", ".join(["%s"] * len(namespace_ids))
+    where = (
+        f"m.namespace_id IN ({marks}) AND m.status = %s AND m.tier = %s "
+        "AND m.classification <= %s AND (m.valid_until IS NULL OR m.valid_until > %s) "
+        "AND (m.expires_at IS NULL OR m.expires_at > %s)"
+    )
+    if limit <= 0:  # the count alone (the home page)
+        select = "SELECT NULL, COUNT(*) FROM scored CROSS JOIN p WHERE score < p.forget LIMIT %s"
+        limit = 1
+    else:
+        select = (
+            "SELECT id, COUNT(*) OVER () FROM scored CROSS JOIN p WHERE score < p.forget "
+            "ORDER BY score, id LIMIT %s"
+        )
+    sql = f"WITH {p_sql}, {scored_memories_sql(where=where)} {select}"
+    params = [
+        *p_params,
+        *namespace_ids,
+        Memory.Status.ACTIVE.value,
+        Memory.Tier.SHORT_TERM.value,
+        scope.ceiling,
+        db_datetime(now),
+        db_datetime(now),
+        limit,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows or rows[0][0] is None:
+        return AboutToForget(int(rows[0][1]) if rows else 0, days, by, [])
+    found = Memory.objects.select_related("namespace").in_bulk([pk for pk, _ in rows])
+    listed = []
+    for pk, _count in rows:
+        memory = found[pk]
+        outlook = forgetting_explanation(memory, now)
+        listed.append((memory, outlook.forget_at or now, memory.decay_score(now)))
+    listed.sort(key=lambda pair: (pair[1], pair[0].pk))
+    return AboutToForget(int(rows[0][1]), days, by, listed)

@@ -77,6 +77,7 @@ pages = [
     path("memories/add/", views.memory_add, name="memory-add"),
     path("memories/create", views.memory_create, name="memory-create"),
     path("memories/bulk", views.memory_bulk, name="memory-bulk"),
+    path("memories/forgetting/", views.memory_forgetting, name="memory-forgetting"),
     path("memories/<int:pk>/", views.memory_detail, name="memory-detail"),
     path("memories/<int:pk>/edit", views.memory_edit, name="memory-edit"),
     path("memories/<int:pk>/update", views.memory_update, name="memory-update"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -280,6 +281,31 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "now": now,
     }
     return render_page(request, "memories/memory_detail.html", context)
+
+
+LET_GO_REASON = "let go: about to be forgotten"
+
+
+@require_GET
+@login_required
+def memory_forgetting(request: HttpRequest) -> HttpResponse:
+    """The about-to-forget digest: what decay will forget within FORGET_DIGEST_DAYS unless
+    it is used, soonest first, each with Keep (a use), Let go (forget now, with a reason)
+    and its page; Let go for all of them goes through the bulk action's confirmation."""
+    scope = Scope.of(request)
+    namespace = None
+    if request.GET.get("namespace"):
+        namespace = get_object_or_404(scope.namespaces(), slug=request.GET["namespace"])
+    digest = selectors.about_to_forget(
+        scope=scope, now=timezone.now(), days=settings.FORGET_DIGEST_DAYS, namespace=namespace
+    )
+    context = {
+        "digest": digest,
+        "namespace": namespace,
+        "let_go_reason": LET_GO_REASON,
+        "now": timezone.now(),
+    }
+    return render_page(request, "memories/forgetting.html", context)
 
 
 @require_GET

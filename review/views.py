@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -35,7 +36,7 @@ from memories.plots import (
     heatmap_svg,
     reviews_per_day_svg,
 )
-from memories.selectors import decay_histogram, decay_thresholds
+from memories.selectors import about_to_forget, decay_histogram, decay_thresholds
 from memories.services import memory_update
 from memories.sweep import EVENT_SOURCE
 from memories.views import DASHBOARD_SOURCE
@@ -210,6 +211,10 @@ def home(request: HttpRequest) -> HttpResponse:
         "active": _active_sessions(request, StudySession.Mode.STUDY),
         "background": _background(request, now),
         "today": timezone.localtime(now, tz).date(),
+        # The about-to-forget digest's count (its page lists them): one counting statement.
+        "forgetting": about_to_forget(
+            scope=scope, now=now, days=settings.FORGET_DIGEST_DAYS, limit=0
+        ),
         **_stats_context(scope, selected, tz, now),
     }
     return render_page(request, "review/home.html", context, partial="stats")

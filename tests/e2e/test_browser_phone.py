@@ -13,7 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from memories import services
-from memories.models import MemoryEvent
+from memories.models import Memory, MemoryEvent
 from memories.services import webhooks as hooks
 from review import services as review_services
 from review.models import Card, ReviewLog
@@ -112,6 +112,11 @@ def everything(study, user):  # noqa: F811
         cue="What keeps lapsing, " + "again" * 20 + "?",
     )
     Card.objects.filter(memory=leech).update(leech=True, lapses=8, suspended_at=timezone.now())
+    # One memory about to be forgotten (the digest's table), with long words.
+    fading = services.memory_create(
+        namespace=study, content="Fading away soon: " + "Floccinaucinihilipilification" * 3
+    )
+    Memory.objects.filter(pk=fading.pk).update(last_used_at=timezone.now() - timedelta(days=11))
     token, _ = services.token_create(
         owner=user, name="a-rather-long-token-name", namespaces=[study]
     )
