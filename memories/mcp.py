@@ -470,8 +470,9 @@ def build_server() -> MCPServer:
         namespace: Namespace = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
     ) -> dict[str, Any]:
-        """Memories fading toward being forgotten that are worth revisiting now (the review
-        danger zone), most urgent first. Recall or use them to keep them."""
+        """Memories worth revisiting now: first those decay will forget within days unless
+        used (soonest first, with forget_at), then those fading in the review danger zone,
+        most urgent first. Recall or use them to keep them."""
         found = await call(
             "GET", "/memories/reinforce", query=_body(namespace=namespace, limit=limit)
         )

@@ -201,12 +201,34 @@ REINFORCE_MAX = 100
 
 def reinforce_candidates(
     *, scope: Scope, namespace=None, limit: int = 20, now: datetime | None = None
-) -> list[tuple[Memory, float]]:
-    """Seed 003's review candidates in the caller's reach: live, current memories whose
-    decay score is in the danger zone (REVIEW_DANGER_ZONE_MIN..MAX), the ones nearest its
-    centre first (decay.review_priority's order), with their scores. The score is the
-    sweep's own SQL; one query for the ids, one for the rows."""
+) -> list[tuple[Memory, float, datetime | None]]:
+    """What an agent should revisit, in the caller's reach, with each one's decay score and,
+    for those decay is about to forget, when: first the memories the sweep will forget
+    within FORGET_DIGEST_DAYS (about_to_forget, soonest first), then seed 003's review
+    candidates: live, current memories whose decay score is in the danger zone
+    (REVIEW_DANGER_ZONE_MIN..MAX), the ones nearest its centre first (decay.review_priority's
+    order). The score is the sweep's own SQL."""
     now = now or timezone.now()
+    limit = max(1, min(limit, REINFORCE_MAX))
+    urgent = about_to_forget(
+        scope=scope, now=now, days=settings.FORGET_DIGEST_DAYS, namespace=namespace, limit=limit
+    ).memories
+    found: list[tuple[Memory, float, datetime | None]] = [
+        (memory, score, forget_at) for memory, forget_at, score in urgent
+    ]
+    if len(found) < limit:
+        seen = {memory.pk for memory, _score, _at in found}
+        found += [
+            (memory, score, None)
+            for memory, score in _danger_zone(scope, namespace, limit, now)
+            if memory.pk not in seen
+        ]
+    return found[:limit]
+
+
+def _danger_zone(scope: Scope, namespace, limit: int, now: datetime) -> list[tuple[Memory, float]]:
+    """Seed 003's review candidates (reinforce_candidates); one query for the ids, one for
+    the rows."""
     namespace_ids = [namespace.pk] if namespace is not None else scope.namespace_ids
     if not namespace_ids:
         return []

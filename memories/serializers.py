@@ -330,10 +330,13 @@ class ReinforceFilter(StrictSerializer):
 
 
 class ReinforceOutput(serializers.Serializer):
-    """A memory in the review danger zone and its decay score (0..1 scale of seed 003)."""
+    """A memory worth revisiting and its decay score (0..1 scale of seed 003); forget_at:
+    when decay will forget it if nothing uses it, for one about to be forgotten (else
+    null)."""
 
     memory = serializers.SerializerMethodField()
     score = serializers.FloatField()
+    forget_at = serializers.DateTimeField(allow_null=True)
 
     def get_memory(self, item) -> dict:
         return MemoryOutput(item["memory"], context=self.context).data

@@ -344,9 +344,10 @@ class MemoryReinforceView(APIView):
         operation_id="memories_reinforce",
         tags=["memories"],
         summary="Memories fading toward forgetting that are worth revisiting",
-        description="Seed 003's review candidates: live, current memories whose decay score "
-        "is in the review danger zone, the most urgent first. Recalling or touching one "
-        "strengthens it.",
+        description="First the memories decay will forget within FORGET_DIGEST_DAYS unless "
+        "they are used (forget_at says when, soonest first), then seed 003's review "
+        "candidates: live, current memories whose decay score is in the review danger zone, "
+        "the most urgent first. Recalling or touching one strengthens it.",
     )
     def get(self, request: Request) -> Response:
         scope = Scope.of(request)
@@ -358,6 +359,9 @@ class MemoryReinforceView(APIView):
             namespace=scope.namespace(slug) if slug else None,
             limit=params.validated_data["limit"],
         )
-        items = [{"memory": memory, "score": round(score, 6)} for memory, score in found]
+        items = [
+            {"memory": memory, "score": round(score, 6), "forget_at": forget_at}
+            for memory, score, forget_at in found
+        ]
         context = {"request": request, "now": timezone.now()}
         return Response(s.ReinforceOutput(items, many=True, context=context).data)
