@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from memories.auth import Scope
 from memories.decay import ForgettingOutlook, forgetting_outlook
-from memories.models import Memory, MemoryEvent
+from memories.models import Memory, MemoryEvent, Namespace
 from memories.plots import Threshold
 from memories.score_sql import db_datetime, params_cte, scored_memories_sql
 from memories.scores import ScoreHistogram, band_sql, bin_sql, score_histogram
@@ -226,6 +226,18 @@ def reinforce_candidates(
     return found[:limit]
 
 
+def _within_reach(namespace_ids, ceiling: int, now: datetime) -> tuple[str, list[Any]]:
+    """The WHERE fragment (alias m) of memories a caller may be shown as candidates: of
+    the namespaces, at or below the ceiling, current and unexpired at `now`."""
+    marks = ", ".join(["%s"] * len(namespace_ids))
+    sql = (
+        f"m.namespace_id IN ({marks}) AND m.classification <= %s "
+        "AND (m.valid_until IS NULL OR m.valid_until > %s) "
+        "AND (m.expires_at IS NULL OR m.expires_at > %s)"
+    )
+    return sql, [*namespace_ids, ceiling, db_datetime(now), db_datetime(now)]
+
+
 def _danger_zone(scope: Scope, namespace, limit: int, now: datetime) -> list[tuple[Memory, float]]:
     """Seed 003's review candidates (reinforce_candidates); one query for the ids, one for
     the rows."""
@@ -235,25 +247,17 @@ def _danger_zone(scope: Scope, namespace, limit: int, now: datetime) -> list[tup
     config = SweepConfig.from_settings()
     thresholds = config.thresholds
     p_sql, p_params = params_cte(config, now)
-    marks = ", ".join(["%s"] * len(namespace_ids))
-    where = (
-        f"m.namespace_id IN ({marks}) AND m.status IN (%s, %s) AND m.classification <= %s "
-        "AND (m.valid_until IS NULL OR m.valid_until > %s) "
-        "AND (m.expires_at IS NULL OR m.expires_at > %s)"
-    )
-    scored = scored_memories_sql(where=where)
+    within, within_params = _within_reach(namespace_ids, scope.ceiling, now)
+    scored = scored_memories_sql(where=f"{within} AND m.status IN (%s, %s)")
     sql = (
         f"WITH {p_sql}, {scored} SELECT id, score FROM scored WHERE score BETWEEN %s AND %s "
         "ORDER BY ABS(score - %s), id LIMIT %s"
     )
     params = [
         *p_params,
-        *namespace_ids,
+        *within_params,
         Memory.Status.ACTIVE.value,
         Memory.Status.PROMOTED.value,
-        scope.ceiling,
-        connection.ops.adapt_datetimefield_value(now),
-        connection.ops.adapt_datetimefield_value(now),
         thresholds.danger_min,
         thresholds.danger_max,
         thresholds.danger_centre,
@@ -298,14 +302,9 @@ _PARAMETER_LABELS = {
     "fast_weight": ("fast share", "{:.0%}"),
     "beta": ("use exponent beta", "{:g}"),
 }
-_NAMESPACE_DECAY_FIELDS = (
-    "decay_model",
-    "decay_half_life_days",
-    "decay_beta",
-    "decay_power_alpha",
-    "decay_fast_half_life_days",
-    "decay_slow_half_life_days",
-    "decay_fast_weight",
+# The namespace's own decay settings (each empty means "the service's default").
+_NAMESPACE_DECAY_FIELDS = tuple(
+    f.name for f in Namespace._meta.get_fields() if f.name.startswith("decay_")
 )
 
 
@@ -373,12 +372,8 @@ def about_to_forget(
         return AboutToForget(0, days, by, [])
     config = SweepConfig.from_settings()
     p_sql, p_params = params_cte(config, by)
-    marks = ", ".join(["%s"] * len(namespace_ids))
-    where = (
-        f"m.namespace_id IN ({marks}) AND m.status = %s AND m.tier = %s "
-        "AND m.classification <= %s AND (m.valid_until IS NULL OR m.valid_until > %s) "
-        "AND (m.expires_at IS NULL OR m.expires_at > %s)"
-    )
+    within, within_params = _within_reach(namespace_ids, scope.ceiling, now)
+    where = f"{within} AND m.status = %s AND m.tier = %s"
     if limit <= 0:  # the count alone (the home page)
         select = "SELECT NULL, COUNT(*) FROM scored CROSS JOIN p WHERE score < p.forget LIMIT %s"
         limit = 1
@@ -390,12 +385,9 @@ def about_to_forget(
     sql = f"WITH {p_sql}, {scored_memories_sql(where=where)} {select}"
     params = [
         *p_params,
-        *namespace_ids,
+        *within_params,
         Memory.Status.ACTIVE.value,
         Memory.Tier.SHORT_TERM.value,
-        scope.ceiling,
-        db_datetime(now),
-        db_datetime(now),
         limit,
     ]
     with connection.cursor() as cursor:

@@ -296,15 +296,11 @@ def memory_forgetting(request: HttpRequest) -> HttpResponse:
     namespace = None
     if request.GET.get("namespace"):
         namespace = get_object_or_404(scope.namespaces(), slug=request.GET["namespace"])
+    now = timezone.now()
     digest = selectors.about_to_forget(
-        scope=scope, now=timezone.now(), days=settings.FORGET_DIGEST_DAYS, namespace=namespace
+        scope=scope, now=now, days=settings.FORGET_DIGEST_DAYS, namespace=namespace
     )
-    context = {
-        "digest": digest,
-        "namespace": namespace,
-        "let_go_reason": LET_GO_REASON,
-        "now": timezone.now(),
-    }
+    context = {"digest": digest, "namespace": namespace, "let_go_reason": LET_GO_REASON, "now": now}
     return render_page(request, "memories/forgetting.html", context)
 
 
