@@ -360,6 +360,14 @@ DECAY_FAST_WEIGHT = env.float(
 FORGET_THRESHOLD = env.float("FORGET_THRESHOLD", _threshold_defaults.forget, minimum=0.0)
 # The about-to-forget digest lists what decay will forget within this many days.
 FORGET_DIGEST_DAYS = env.int("FORGET_DIGEST_DAYS", 3, minimum=1)
+# Decay fitted to each namespace's uses (memories.decay_fit; namespaces opt in with
+# decay_fit suggest or auto): the use log is kept this long, the worker refits this often,
+# and the last DECAY_FIT_VALIDATION_FRACTION of the history validates each fit.
+DECAY_FIT_HISTORY_DAYS = env.int("DECAY_FIT_HISTORY_DAYS", 180, minimum=7, maximum=3650)
+DECAY_FIT_INTERVAL_MINUTES = env.int("DECAY_FIT_INTERVAL_MINUTES", 1440, minimum=1, maximum=32767)
+DECAY_FIT_VALIDATION_FRACTION = env.float(
+    "DECAY_FIT_VALIDATION_FRACTION", 0.3, minimum=0.05, maximum=0.5
+)
 PROMOTE_THRESHOLD = env.float("PROMOTE_THRESHOLD", _threshold_defaults.promote, minimum=0.0)
 PROMOTE_USE_COUNT = env.int("PROMOTE_USE_COUNT", _threshold_defaults.promote_use_count, minimum=1)
 PROMOTE_TIME_WINDOW_DAYS = env.float(
@@ -548,4 +556,9 @@ WEBHOOK_DELIVERIES_KEEP_DAYS = env.int("WEBHOOK_DELIVERIES_KEEP_DAYS", 30, minim
 # day is still told that day.
 REVIEW_DUE_WEBHOOK_INTERVAL_MINUTES = env.int(
     "REVIEW_DUE_WEBHOOK_INTERVAL_MINUTES", 60, minimum=1, maximum=32767
+)
+# memory.about_to_forget: how often the worker looks for memories decay will forget within
+# FORGET_DIGEST_DAYS; each is sent once per crossing, so a shorter interval only tells sooner.
+ABOUT_TO_FORGET_INTERVAL_MINUTES = env.int(
+    "ABOUT_TO_FORGET_INTERVAL_MINUTES", 1440, minimum=1, maximum=32767
 )

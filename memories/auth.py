@@ -94,7 +94,8 @@ class Scope:
         return list(self.namespaces().values_list("pk", flat=True))
 
     def namespaces(self) -> QuerySet[Namespace]:
-        qs = Namespace.objects.filter(owner=self.user)
+        # The applied decay fit comes along: decay_params() reads it without a query.
+        qs = Namespace.objects.filter(owner=self.user).select_related("decay_fit_applied")
         if self.token is not None and not self.token.all_namespaces:
             qs = qs.filter(tokens=self.token)
         return qs

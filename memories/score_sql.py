@@ -17,7 +17,7 @@ from django.db import connection
 
 from config.db import is_postgres, is_sqlite, pick
 from memories.decay import SCORE_FLOOR, iso_second
-from memories.models import Memory, Namespace
+from memories.models import DecayFit, Memory, Namespace
 
 if TYPE_CHECKING:  # the sweep's config; memories.sweep imports this module
     from memories.sweep import SweepConfig
@@ -94,13 +94,19 @@ def scored_memories_sql(*, where: str, columns: tuple[str, ...] = ()) -> str:
     0 before it is computed, as decay.decay_score_after makes it.
 
     Each memory gets its namespace's decay model and parameters (columns of
-    memories_namespace), the global settings in p filling the empty ones. scored has the
-    columns the sweep reads plus `columns` (names of memories_memory columns) and score.
+    memories_namespace, or the applied fit's under decay_fit auto), the global settings in p
+    filling the empty ones. scored has the columns the sweep reads plus `columns` (names of
+    memories_memory columns) and score.
     """
     ensure_sqlite_math()
     pg = is_postgres()
     f8 = pick(postgres="double precision", sqlite="REAL")
     memory, namespace = quote(Memory._meta.db_table), quote(Namespace._meta.db_table)
+    fits = quote(DecayFit._meta.db_table)
+    # The applied fit (Namespace.applied_fit, under decay_fit auto), then the namespace's
+    # own decay_* columns, then the settings in p: Namespace.decay_params's precedence.
+    hl = "COALESCE(f.half_life_days, n.decay_half_life_days, p.hl)"
+    alpha = "COALESCE(f.power_alpha, n.decay_power_alpha, p.alpha)"
     num, keep = float8, keep_subquery()
     ln2 = num(math.log(2))
     if pg:
@@ -132,17 +138,19 @@ def scored_memories_sql(*, where: str, columns: tuple[str, ...] = ()) -> str:
     return f"""
     ns AS (
         SELECT n.id,
-            COALESCE(NULLIF(n.decay_model, ''), p.model) AS model,
-            {ln2} / (COALESCE(n.decay_half_life_days, p.hl) * {num(86400.0)}) AS lam,
-            COALESCE(n.decay_half_life_days, p.hl) * {num(86400.0)}
-                / (power({num(2.0)}, {num(1.0)} / COALESCE(n.decay_power_alpha, p.alpha))
-                   - {num(1.0)}) AS t0,
-            COALESCE(n.decay_power_alpha, p.alpha) AS alpha,
-            COALESCE(n.decay_fast_weight, p.fw) AS w,
-            {ln2} / (COALESCE(n.decay_fast_half_life_days, p.fhl) * {num(86400.0)}) AS lf,
-            {ln2} / (COALESCE(n.decay_slow_half_life_days, p.shl) * {num(86400.0)}) AS ls,
-            COALESCE(n.decay_beta, p.beta) AS beta
+            COALESCE(NULLIF(f.model, ''), NULLIF(n.decay_model, ''), p.model) AS model,
+            {ln2} / ({hl} * {num(86400.0)}) AS lam,
+            {hl} * {num(86400.0)}
+                / (power({num(2.0)}, {num(1.0)} / {alpha}) - {num(1.0)}) AS t0,
+            {alpha} AS alpha,
+            COALESCE(f.fast_weight, n.decay_fast_weight, p.fw) AS w,
+            {ln2} / (COALESCE(f.fast_half_life_days, n.decay_fast_half_life_days, p.fhl)
+                * {num(86400.0)}) AS lf,
+            {ln2} / (COALESCE(f.slow_half_life_days, n.decay_slow_half_life_days, p.shl)
+                * {num(86400.0)}) AS ls,
+            COALESCE(f.beta, n.decay_beta, p.beta) AS beta
         FROM {namespace} n CROSS JOIN p
+        LEFT JOIN {fits} f ON f.id = n.decay_fit_applied_id AND n.decay_fit = 'auto'
     ),
     base AS (
         SELECT {selected}, ns.model, ns.lam, ns.t0, ns.alpha, ns.w, ns.lf, ns.ls,

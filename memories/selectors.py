@@ -14,10 +14,12 @@ from django.utils import timezone
 
 from memories.auth import Scope
 from memories.decay import ForgettingOutlook, forgetting_outlook
-from memories.models import Memory, MemoryEvent, Namespace
+from memories.decay_fit import threshold_probability
+from memories.models import Classification, Memory, MemoryEvent, Namespace
 from memories.plots import Threshold
 from memories.score_sql import db_datetime, params_cte, scored_memories_sql
 from memories.scores import ScoreHistogram, band_sql, bin_sql, score_histogram
+from memories.services.decay_fits import decay_fits_visible, namespace_constants
 from memories.services.near_duplicates import near_group
 from memories.sweep import SweepConfig, thresholds_from_settings
 
@@ -279,8 +281,11 @@ class ForgettingExplanation:
     forget_at: datetime | None
     model: str
     parameters: list[tuple[str, str]]
-    source: str  # "namespace" when the namespace sets any decay field, else "defaults"
+    # "fitted" under decay_fit auto with an applied fit (fitted_at: when), "namespace" when
+    # the namespace sets any decay field, else "defaults".
+    source: str
     threshold: float
+    fitted_at: datetime | None = None
 
     @property
     def gain_days(self) -> float | None:
@@ -303,8 +308,14 @@ _PARAMETER_LABELS = {
     "beta": ("use exponent beta", "{:g}"),
 }
 # The namespace's own decay settings (each empty means "the service's default").
-_NAMESPACE_DECAY_FIELDS = tuple(
-    f.name for f in Namespace._meta.get_fields() if f.name.startswith("decay_")
+_NAMESPACE_DECAY_FIELDS = (
+    "decay_model",
+    "decay_half_life_days",
+    "decay_beta",
+    "decay_power_alpha",
+    "decay_fast_half_life_days",
+    "decay_slow_half_life_days",
+    "decay_fast_weight",
 )
 
 
@@ -328,6 +339,7 @@ def forgetting_explanation(memory: Memory, now: datetime) -> ForgettingExplanati
         for name in names
     ]
     own = any(getattr(namespace, name) not in (None, "") for name in _NAMESPACE_DECAY_FIELDS)
+    fit = namespace.applied_fit
     return ForgettingExplanation(
         outlook=outlook,
         forget_at=(
@@ -337,8 +349,9 @@ def forgetting_explanation(memory: Memory, now: datetime) -> ForgettingExplanati
         ),
         model=params.model.replace("_", " "),
         parameters=parameters,
-        source="namespace" if own else "defaults",
+        source="fitted" if fit is not None else "namespace" if own else "defaults",
         threshold=thresholds.forget,
+        fitted_at=fit.created_at if fit is not None else None,
     )
 
 
@@ -370,32 +383,13 @@ def about_to_forget(
     namespace_ids = [namespace.pk] if namespace is not None else list(scope.namespace_ids)
     if not namespace_ids:
         return AboutToForget(0, days, by, [])
-    config = SweepConfig.from_settings()
-    p_sql, p_params = params_cte(config, by)
-    within, within_params = _within_reach(namespace_ids, scope.ceiling, now)
-    where = f"{within} AND m.status = %s AND m.tier = %s"
-    if limit <= 0:  # the count alone (the home page)
-        select = "SELECT NULL, COUNT(*) FROM scored CROSS JOIN p WHERE score < p.forget LIMIT %s"
-        limit = 1
-    else:
-        select = (
-            "SELECT id, COUNT(*) OVER () FROM scored CROSS JOIN p WHERE score < p.forget "
-            "ORDER BY score, id LIMIT %s"
-        )
-    sql = f"WITH {p_sql}, {scored_memories_sql(where=where)} {select}"
-    params = [
-        *p_params,
-        *within_params,
-        Memory.Status.ACTIVE.value,
-        Memory.Tier.SHORT_TERM.value,
-        limit,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    rows = _forgetting_rows(namespace_ids, scope.ceiling, now=now, by=by, limit=limit)
     if not rows or rows[0][0] is None:
         return AboutToForget(int(rows[0][1]) if rows else 0, days, by, [])
-    found = Memory.objects.select_related("namespace").in_bulk([pk for pk, _ in rows])
+    # The applied fit comes along: each memory's decay_params() reads it without a query.
+    found = Memory.objects.select_related("namespace__decay_fit_applied").in_bulk(
+        [pk for pk, _ in rows]
+    )
     listed = []
     for pk, _count in rows:
         memory = found[pk]
@@ -403,3 +397,132 @@ def about_to_forget(
         listed.append((memory, outlook.forget_at or now, memory.decay_score(now)))
     listed.sort(key=lambda pair: (pair[1], pair[0].pk))
     return AboutToForget(int(rows[0][1]), days, by, listed)
+
+
+def _forgetting_rows(
+    namespace_ids: Sequence[int], ceiling: int, *, now: datetime, by: datetime, limit: int | None
+) -> list[tuple[Any, int]]:
+    """(id, count of all) of the memories about_to_forget selects, lowest score at `by`
+    first, in one statement: at most `limit` (None: all of them); `limit` 0 gives one row,
+    (None, count)."""
+    config = SweepConfig.from_settings()
+    p_sql, p_params = params_cte(config, by)
+    within, within_params = _within_reach(namespace_ids, ceiling, now)
+    where = f"{within} AND m.status = %s AND m.tier = %s"
+    limited = limit is not None and limit > 0
+    if limit is not None and limit <= 0:  # the count alone (the home page)
+        select = "SELECT NULL, COUNT(*) FROM scored CROSS JOIN p WHERE score < p.forget"
+    else:
+        select = (
+            "SELECT id, COUNT(*) OVER () FROM scored CROSS JOIN p WHERE score < p.forget "
+            "ORDER BY score, id" + (" LIMIT %s" if limited else "")
+        )
+    sql = f"WITH {p_sql}, {scored_memories_sql(where=where)} {select}"
+    params = [
+        *p_params,
+        *within_params,
+        Memory.Status.ACTIVE.value,
+        Memory.Tier.SHORT_TERM.value,
+        *([limit] if limited else []),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def about_to_forget_ids(*, namespace: Namespace, now: datetime, days: int) -> list[int]:
+    """Every memory of the namespace, at every level, that about_to_forget would count: the
+    daily memory.about_to_forget webhooks' (each subscription's ceiling then chooses),
+    lowest score at now + days first. One statement, however many."""
+    by = now + timedelta(days=days)
+    rows = _forgetting_rows([namespace.pk], Classification.RESTRICTED, now=now, by=by, limit=None)
+    return [pk for pk, _count in rows]
+
+
+# --- Decay fitted to the namespace's uses (memories.decay_fit) ------------------------------
+
+FITS_SHOWN = 10  # the fits a namespace page lists
+FORGET_CHANCE_HORIZON_DAYS = 30.0  # "the chance it is needed in the next 30 days"
+
+
+@dataclass(frozen=True)
+class DecayFitSummary:
+    """What a namespace page says of its decay fits: the newest (at most FITS_SHOWN), the
+    one applied, and the forget threshold read as a chance of use within
+    FORGET_CHANCE_HORIZON_DAYS, by the latest fit and by the constants (whose rate the fit
+    estimated too), so a person sees what a score of 0.05 means."""
+
+    fits: list[Any]
+    latest: Any
+    applied: Any
+    threshold: float
+    horizon_days: float
+    chance: float | None
+    chance_constants: float | None
+
+    @property
+    def chance_text(self) -> str:
+        return _percent(self.chance)
+
+    @property
+    def chance_constants_text(self) -> str:
+        return _percent(self.chance_constants)
+
+    @property
+    def improvement_text(self) -> str:
+        """'4.2 % better' (or worse) than the constants, or empty."""
+        gain = self.improvement
+        if gain is None:
+            return ""
+        return f"{abs(gain) * 100:.1f} % {'better' if gain >= 0 else 'worse'}"
+
+    @property
+    def improvement(self) -> float | None:
+        """How much lower the latest fit's validation loss is than the constants', 0-1."""
+        fit = self.latest
+        if fit is None or not fit.validation_loss or not fit.default_validation_loss:
+            return None
+        return 1.0 - fit.validation_loss / fit.default_validation_loss
+
+
+def _percent(chance: float | None) -> str:
+    if chance is None:
+        return "unknown"
+    percent = chance * 100
+    return (
+        f"{percent:.2g} %"
+        if percent < 1
+        else f"{percent:.1f} %"
+        if percent < 10
+        else f"{percent:.0f} %"
+    )
+
+
+def decay_fit_summary(namespace: Namespace, *, ceiling: int) -> DecayFitSummary:
+    fits = list(decay_fits_visible(namespace, ceiling=ceiling)[:FITS_SHOWN])
+    latest = fits[0] if fits else None
+    applied = namespace.applied_fit
+    threshold = settings.FORGET_THRESHOLD
+    chance = chance_constants = None
+    if latest is not None and latest.n_uses_train:
+        chance = threshold_probability(
+            latest.params(),
+            latest.rate,
+            threshold=threshold,
+            horizon_days=FORGET_CHANCE_HORIZON_DAYS,
+        )
+        chance_constants = threshold_probability(
+            namespace_constants(namespace),
+            latest.default_rate,
+            threshold=threshold,
+            horizon_days=FORGET_CHANCE_HORIZON_DAYS,
+        )
+    return DecayFitSummary(
+        fits=fits,
+        latest=latest,
+        applied=applied if applied is not None and applied.classification <= ceiling else None,
+        threshold=threshold,
+        horizon_days=FORGET_CHANCE_HORIZON_DAYS,
+        chance=chance,
+        chance_constants=chance_constants,
+    )

@@ -27,6 +27,7 @@ from memories.models import (
     Association,
     Classification,
     Consolidation,
+    DecayFit,
     Entity,
     Memory,
     MemoryEvent,
@@ -34,10 +35,12 @@ from memories.models import (
     Relation,
 )
 from memories.services import (
+    BULK_ACTION_MAX,
     CREATE_ONLY_FIELDS,
     EDITABLE_FIELDS,
     NAMESPACE_EDITABLE_FIELDS,
     SERVER_FIELDS,
+    bulk_action_choices,
     in_model_order,
 )
 
@@ -342,6 +345,52 @@ class ReinforceOutput(serializers.Serializer):
         return MemoryOutput(item["memory"], context=self.context).data
 
 
+class ForgettingFilter(StrictSerializer):
+    """Query parameters of the about-to-forget digest."""
+
+    namespace = serializers.SlugField(required=False)
+    limit = serializers.IntegerField(
+        min_value=0, max_value=100, default=100, help_text="Memories listed; 0: the count alone."
+    )
+
+
+class ForgettingOutput(serializers.Serializer):
+    """The about-to-forget digest: how many memories decay will forget by `by` (now +
+    FORGET_DIGEST_DAYS) unless they are used, and the first `limit` of them, soonest first."""
+
+    count = serializers.IntegerField()
+    days = serializers.IntegerField()
+    by = serializers.DateTimeField()
+    memories = ReinforceOutput(many=True)
+
+
+class MemoryActionInput(StrictSerializer):
+    """An action on memories named by id (the dashboard's bulk actions)."""
+
+    action = serializers.ChoiceField(choices=[])
+    ids = serializers.ListField(
+        child=StrictIntegerField(min_value=1), min_length=1, max_length=BULK_ACTION_MAX
+    )
+    reason = StrictCharField(required=False, allow_blank=True, help_text="forget: why.")
+    topic = StrictCharField(required=False, allow_blank=True, help_text="move: the new topic.")
+    classification = ClassificationField(required=False, help_text="classify: the new level.")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Other apps register theirs when they are ready (memories.hooks), after import.
+        self.fields["action"].choices = bulk_action_choices()
+
+
+class MemoryActionOutput(serializers.Serializer):
+    action = serializers.CharField()
+    selected = serializers.IntegerField(help_text="Distinct memories named.")
+    changed = serializers.IntegerField(
+        help_text="Rows changed: memories, or cards for the card actions (the others "
+        "needed no change)."
+    )
+    message = serializers.CharField()
+
+
 class MemoryListFilter(StrictSerializer):
     """Query parameters of the memory list."""
 
@@ -427,6 +476,51 @@ class NamespaceOutput(serializers.ModelSerializer):
         return namespace.ranking_weights()
 
 
+class DecayFitOutput(serializers.ModelSerializer):
+    model = serializers.CharField(help_text="exponential, power_law or two_component.")
+    classification = serializers.SerializerMethodField(
+        help_text="The level of the memories whose uses it learnt from."
+    )
+    applied = serializers.SerializerMethodField(
+        help_text="Whether it decides the namespace's decay now (decay_fit auto, accepted)."
+    )
+
+    class Meta:
+        model = DecayFit
+        fields = [
+            "id",
+            "created_at",
+            "trigger",
+            "model",
+            "half_life_days",
+            "beta",
+            "power_alpha",
+            "fast_half_life_days",
+            "slow_half_life_days",
+            "fast_weight",
+            "rate",
+            "default_rate",
+            "n_memories",
+            "n_uses_train",
+            "n_uses_validation",
+            "validation_loss",
+            "default_validation_loss",
+            "model_losses",
+            "accepted",
+            "applied",
+            "reason",
+            "seconds",
+            "classification",
+        ]
+
+    def get_classification(self, fit: DecayFit) -> str:
+        return Classification(fit.classification).label
+
+    def get_applied(self, fit: DecayFit) -> bool:
+        applied = fit.namespace.applied_fit
+        return applied is not None and applied.pk == fit.pk
+
+
 class NamespaceInput(StrictSerializer):
     read_only_names = frozenset({"id", "weights", "memory_count", "created_at", "owner"})
 
@@ -490,6 +584,13 @@ class NamespaceInput(StrictSerializer):
         required=False,
         help_text="exact (default): a create of a text a live memory has answers with that "
         "memory; off: store every write.",
+    )
+    decay_fit = serializers.ChoiceField(
+        choices=Namespace.DecayFitMode.choices,
+        required=False,
+        help_text="Decay fitted to this namespace's own uses: off (default, the constants), "
+        "suggest (fit daily and show), auto (use the latest fit when it predicted uses "
+        "better than the constants on a later slice of the history).",
     )
 
 

@@ -26,8 +26,10 @@ from django_q.signals import post_execute_in_worker, pre_execute
 
 from config.queue import Q_OPTIONS, enqueue
 from memories.consolidation import digests_run
+from memories.forget_notices import about_to_forget_notify
 from memories.import_jobs import import_job_run
 from memories.models import BackgroundRun, Namespace
+from memories.services.decay_fits import decay_fits_run
 from memories.services.near_duplicates import near_index_pending
 from memories.sweep import sweep_run
 from memories.webhook_delivery import webhook_deliver_run, webhooks_retry_due
@@ -153,6 +155,21 @@ def consolidation_digests(namespace_id: int | None = None) -> dict[str, Any]:
     )
 
 
+def decay_fits(namespace_id: int | None = None, trigger: str = "schedule") -> dict[str, Any]:
+    """Scheduled (every namespace with decay_fit suggest or auto, then the use log's prune)
+    and queued by a request for one namespace: fit decay to the namespace's uses."""
+    return run_recorded(
+        BackgroundRun.Kind.DECAY_FIT,
+        lambda: decay_fits_run(namespace_id=namespace_id, trigger=trigger),
+        namespace_id=namespace_id,
+    )
+
+
+def decay_fit_enqueue(*, namespace_id: int) -> None:
+    """Ask the worker to fit one namespace's decay now (after the caller's commit)."""
+    enqueue("memories.tasks.decay_fits", namespace_id, "request")
+
+
 def near_index_task(memory_ids: list[int], ceiling: int) -> int:
     """Queued by a write (near_index_later): sketch the new memories and link their
     near-duplicates. Not recorded as a run: there is one per write, and the sweep catches
@@ -176,6 +193,16 @@ def webhook_deliver(subscription_id: int) -> dict[str, int]:
 def webhooks_retry() -> dict[str, int]:
     """Scheduled: queue the subscriptions whose retries are due or whose task was lost."""
     return webhooks_retry_due()
+
+
+def about_to_forget_webhooks(namespace_id: int | None = None) -> dict[str, Any]:
+    """Scheduled (daily): memory.about_to_forget to the webhooks that asked, for what decay
+    will forget within FORGET_DIGEST_DAYS, once per memory per crossing."""
+    return run_recorded(
+        BackgroundRun.Kind.ABOUT_TO_FORGET,
+        lambda: about_to_forget_notify(namespace_id=namespace_id),
+        namespace_id=namespace_id,
+    )
 
 
 # --- Enqueueing and schedules ------------------------------------------------------------
@@ -231,6 +258,12 @@ SCHEDULES = (
         "review.tasks.review_due_webhooks",
         "REVIEW_DUE_WEBHOOK_INTERVAL_MINUTES",
     ),
+    ScheduleSpec(
+        "engram: about-to-forget webhooks",
+        "memories.tasks.about_to_forget_webhooks",
+        "ABOUT_TO_FORGET_INTERVAL_MINUTES",
+    ),
+    ScheduleSpec("engram: decay fits", "memories.tasks.decay_fits", "DECAY_FIT_INTERVAL_MINUTES"),
     ScheduleSpec(
         "engram: embedding backfill",
         "recall.tasks.embedding_backfill",

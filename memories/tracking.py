@@ -16,6 +16,7 @@ from config.db import is_postgres
 from memories.boosting import BoostConfig
 from memories.hooks import memories_recalled
 from memories.models import Memory, MemoryEvent
+from memories.services.uses import USES_INSERT_FROM, uses_record
 
 # How many distinct session ids a memory keeps (each of memories.models.SESSION_ID_LENGTH).
 SESSION_IDS_CAP = 100
@@ -38,7 +39,9 @@ def memories_track_recall(
     last_accessed_at, last_recalled_at, recall_timestamps (last 20), session_ids, and a use
     in seed 003's sense (use_count + 1, last_used_at = now: retrieval resets the decay
     clock). Associative hits: stability + 0.03 x factor and the same counters, but no use;
-    cold ones go back to hot storage, with one bulk insert of 'reactivated' events.
+    cold ones go back to hot storage, with one bulk insert of 'reactivated' events. Direct
+    hits' uses go to the use log (memories.services.uses) in the same statement on
+    PostgreSQL, in the next on SQLite.
     """
     config = BoostConfig()
     direct, associative = direct_ids, associative_ids
@@ -143,11 +146,20 @@ def _boost(
         assignments.append("storage = %s")
         params.append(Memory.Storage.HOT.value)
     placeholders = ", ".join(["%s"] * len(ids))
+    update = f"UPDATE memories_memory SET {', '.join(assignments)} WHERE id IN ({placeholders})"
+    if use and postgres:
+        # The update and the use log in one statement (memories.services.uses).
+        update += " RETURNING namespace_id, id, use_count"
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH used AS ({update}) {USES_INSERT_FROM.format(source='used')}",
+                [*params, *ids, db_now],
+            )
+        return
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE memories_memory SET {', '.join(assignments)} WHERE id IN ({placeholders})",
-            [*params, *ids],
-        )
+        cursor.execute(update, [*params, *ids])
+    if use:
+        uses_record(ids, now=now)
 
 
 def _append_capped(column: str, cap: int, postgres: bool) -> tuple[str, list[Any]]:

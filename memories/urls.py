@@ -9,8 +9,10 @@ from memories.api.digests import ConsolidationListView
 from memories.api.graph import EntityListView, RelationDetailView, RelationListView
 from memories.api.links import AssociationDetailView, AssociationListView
 from memories.api.memories import (
+    MemoryActionView,
     MemoryBulkView,
     MemoryDetailView,
+    MemoryForgettingView,
     MemoryForgetView,
     MemoryHistoryView,
     MemoryListView,
@@ -18,7 +20,11 @@ from memories.api.memories import (
     MemoryRestoreView,
     MemoryTouchView,
 )
-from memories.api.namespaces import NamespaceDetailView, NamespaceListView
+from memories.api.namespaces import (
+    NamespaceDecayFitsView,
+    NamespaceDetailView,
+    NamespaceListView,
+)
 from memories.api.tokens import TokenListView, TokenRevokeView
 from memories.api.transfer import NamespaceExportView, NamespaceImportJobView, NamespaceImportView
 from memories.api.webhooks import (
@@ -31,6 +37,11 @@ from memories.api.webhooks import (
 api_urlpatterns = [
     path("namespaces", NamespaceListView.as_view(), name="api-namespaces"),
     path("namespaces/<slug:slug>", NamespaceDetailView.as_view(), name="api-namespace"),
+    path(
+        "namespaces/<slug:slug>/decay-fits",
+        NamespaceDecayFitsView.as_view(),
+        name="api-namespace-decay-fits",
+    ),
     path("namespaces/<slug:slug>/export", NamespaceExportView.as_view(), name="api-export"),
     path("namespaces/<slug:slug>/import", NamespaceImportView.as_view(), name="api-import"),
     path(
@@ -57,6 +68,8 @@ api_urlpatterns = [
     path("memories", MemoryListView.as_view(), name="api-memories"),
     path("memories/bulk", MemoryBulkView.as_view(), name="api-memories-bulk"),
     path("memories/reinforce", MemoryReinforceView.as_view(), name="api-memories-reinforce"),
+    path("memories/forgetting", MemoryForgettingView.as_view(), name="api-memories-forgetting"),
+    path("memories/actions", MemoryActionView.as_view(), name="api-memories-actions"),
     path("memories/<int:pk>", MemoryDetailView.as_view(), name="api-memory"),
     path("memories/<int:pk>/forget", MemoryForgetView.as_view(), name="api-memory-forget"),
     path("memories/<int:pk>/restore", MemoryRestoreView.as_view(), name="api-memory-restore"),
@@ -95,6 +108,7 @@ pages = [
     path("namespaces/new", views.namespace_create, name="namespace-create"),
     path("namespaces/<slug:slug>/", views.namespace_detail, name="namespace-detail"),
     path("namespaces/<slug:slug>/update", views.namespace_update, name="namespace-update"),
+    path("namespaces/<slug:slug>/decay-fit", views.namespace_decay_fit, name="namespace-decay-fit"),
     path("namespaces/<slug:slug>/webhooks/new", views.webhook_create, name="webhook-create"),
     path("namespaces/<slug:slug>/webhooks/<int:pk>/", views.webhook_detail, name="webhook-detail"),
     path(

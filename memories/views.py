@@ -290,8 +290,10 @@ LET_GO_REASON = "let go: about to be forgotten"
 @login_required
 def memory_forgetting(request: HttpRequest) -> HttpResponse:
     """The about-to-forget digest: what decay will forget within FORGET_DIGEST_DAYS unless
-    it is used, soonest first, each with Keep (a use), Let go (forget now, with a reason)
-    and its page; Let go for all of them goes through the bulk action's confirmation."""
+    it is used, soonest first, each with Keep (a use), Review now (its card due now), Let
+    go (forget now, with a reason) and its page. Keep and Review now for all of them are
+    the bulk actions keep and review_now, confirmed by the button itself; Let go for all
+    goes through the bulk action's confirmation. Each returns here with a message."""
     scope = Scope.of(request)
     namespace = None
     if request.GET.get("namespace"):
@@ -550,6 +552,7 @@ def _namespace_detail_page(
         "counts": [(label, counts.get(value, 0)) for value, label in Memory.Status.choices],
         "weights": namespace.ranking_weights(),
         "decay": namespace.decay_params(),
+        "decay_fit": selectors.decay_fit_summary(namespace, ceiling=Scope.of(request).ceiling),
         "webhooks": WebhookSubscription.objects.filter(namespace=namespace).order_by("id"),
         "webhook_form": webhook_form or WebhookForm(),
         "created_webhook": created_webhook,
@@ -584,6 +587,18 @@ def namespace_update(request: HttpRequest, slug: str) -> HttpResponse:
             messages.success(request, "Settings saved.")
             return see_other(reverse("namespace-detail", args=[namespace.slug]))
     return _namespace_detail_page(request, namespace, form)
+
+
+@require_POST
+@login_required
+def namespace_decay_fit(request: HttpRequest, slug: str) -> HttpResponse:
+    """Fit now: queue a fit of the namespace's decay to its uses for the worker."""
+    namespace = _namespace(request, slug)
+    services.decay_fit_request(namespace=namespace)
+    messages.success(
+        request, "A fit is queued: the worker fits it in a few seconds; reload to see it."
+    )
+    return see_other(reverse("namespace-detail", args=[namespace.slug]) + "#decay-fit-heading")
 
 
 # --- Tokens ------------------------------------------------------------------------------

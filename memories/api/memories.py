@@ -1,11 +1,13 @@
 """Memory endpoints: list, store (one or in bulk), read, change, forget, restore, touch,
-purge, and a memory's history. Every lookup goes through the caller's Scope, so ids
-outside it 404."""
+purge, a memory's history, what to reinforce, the about-to-forget digest and actions on
+memories named by id. Every lookup goes through the caller's Scope, so ids outside it 404
+(400 naming `ids` in an action's body)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -365,3 +367,87 @@ class MemoryReinforceView(APIView):
         ]
         context = {"request": request, "now": timezone.now()}
         return Response(s.ReinforceOutput(items, many=True, context=context).data)
+
+
+class MemoryForgettingView(APIView):
+    @extend_schema(
+        parameters=[s.ForgettingFilter],
+        responses=s.ForgettingOutput,
+        operation_id="memories_forgetting",
+        tags=["memories"],
+        summary="The about-to-forget digest: what decay will forget within FORGET_DIGEST_DAYS",
+        description="The dashboard's digest (/memories/forgetting/): how many active "
+        "short-term memories within the caller's reach decay will forget by `by` unless they "
+        "are used, and the first `limit` of them, soonest first, each with `forget_at` and "
+        "its score now. Keep (`keep`), Review now (`review_now`) and Let go (`forget` with a "
+        "reason) are POST /memories/actions.",
+    )
+    def get(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        params = s.ForgettingFilter(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        slug = params.validated_data.get("namespace")
+        now = timezone.now()
+        digest = selectors.about_to_forget(
+            scope=scope,
+            now=now,
+            days=settings.FORGET_DIGEST_DAYS,
+            namespace=scope.namespace(slug) if slug else None,
+            limit=params.validated_data["limit"],
+        )
+        body = {
+            "count": digest.count,
+            "days": digest.days,
+            "by": digest.by,
+            "memories": [
+                {"memory": memory, "score": round(score, 6), "forget_at": forget_at}
+                for memory, forget_at, score in digest.memories
+            ],
+        }
+        context = {"request": request, "now": now}
+        return Response(s.ForgettingOutput(body, context=context).data)
+
+
+class MemoryActionView(APIView):
+    @extend_schema(
+        request=s.MemoryActionInput,
+        responses=s.MemoryActionOutput,
+        operation_id="memories_act",
+        tags=["memories"],
+        summary="Act on memories named by id (keep, review_now, forget...), all or nothing",
+        description="The dashboard's bulk actions on up to 500 memories: `keep` (a use with "
+        "the boost, as POST /memories/{id}/touch with boost_strength), `review_now` (their "
+        "cards due now; a memory without one gets one), `forget` (with `reason`), "
+        "`restore`, `move` (with `topic`), `classify` (with `classification`), `suspend`, "
+        "`unsuspend`, `bury`, `unbury`. An id outside the caller's reach is a 400 naming "
+        "`ids` and nothing is written.",
+        examples=[
+            OpenApiExample(
+                "Let go",
+                request_only=True,
+                value={"action": "forget", "ids": [12, 14], "reason": "let go"},
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        scope = Scope.of(request)
+        data = s.MemoryActionInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        ids = list(dict.fromkeys(data.validated_data["ids"]))
+        memories = scope.memories().filter(pk__in=ids)
+        if memories.count() != len(ids):
+            raise serializers.ValidationError({"ids": ["No such memory."]})
+        action, values, changed = services.memories_bulk_apply(
+            action=data.validated_data["action"],
+            memories=memories,
+            params={
+                name: data.validated_data.get(name)
+                for name in ("reason", "topic", "classification")
+            },
+            actor=request.user,
+            source=_source(request),
+            ceiling=scope.ceiling,
+        )
+        text = services.bulk_action_text(action, values, count=changed, selected=len(ids))
+        body = {"action": action.name, "selected": len(ids), "changed": changed, "message": text}
+        return Response(s.MemoryActionOutput(body).data)

@@ -11,6 +11,7 @@ digests.py         Consolidation (digests) and quotes_hidden
 tokens.py          ApiToken and ApiTokenQuerySet
 runs.py            BackgroundRun, and ImportChunk (a queued import's spooled body)
 webhooks.py        WebhookSubscription, WebhookDelivery (the delivery log), WEBHOOK_EVENTS
+decay_fits.py      MemoryUse (the use log) and DecayFit (a namespace's fitted decay)
 
 Each module imports only those before it in that list, so the package has no import cycle.
 The imports below keep that order too: Django registers the models in the order they are
@@ -39,6 +40,7 @@ from memories.models.webhooks import (
     WebhookSubscription,
     WebhookSubscriptionQuerySet,
 )
+from memories.models.decay_fits import DecayFit, MemoryUse
 
 # isort: on
 
@@ -54,6 +56,7 @@ __all__ = [
     "BackgroundRun",
     "Classification",
     "Consolidation",
+    "DecayFit",
     "DerivedQuerySet",
     "Entity",
     "ImportChunk",
@@ -61,6 +64,7 @@ __all__ = [
     "MemoryEvent",
     "MemoryQuerySet",
     "MemorySketch",
+    "MemoryUse",
     "Namespace",
     "Relation",
     "RelationQuerySet",

@@ -156,6 +156,31 @@ class Namespace(models.Model):
     # (memories.near_duplicates). Under exact, near-duplicates are stored and linked.
     dedupe = models.CharField(max_length=8, choices=Dedupe.choices, default=Dedupe.EXACT)
 
+    class DecayFitMode(models.TextChoices):
+        OFF = "off", "Off: the constants above"
+        SUGGEST = "suggest", "Suggest: fit to this namespace's uses and show the result"
+        AUTO = "auto", "Auto: use the fit when it predicts uses better than the constants"
+
+    # Decay fitted to the namespace's own uses (memories.decay_fit, issue 19). Under auto,
+    # the latest fit, when it beat the constants on its validation slice, is applied: it
+    # decides the score in the sweep, recall and every page (decay_params), before the
+    # decay_* fields above. Any other mode, or a fit that did not beat them: the constants.
+    decay_fit = models.CharField(
+        max_length=8,
+        choices=DecayFitMode.choices,
+        default=DecayFitMode.OFF,
+        help_text="Fit decay to this namespace's own uses: off (default), suggest (fit and "
+        "show), auto (use the fit when it beats the constants).",
+    )
+    decay_fit_applied = models.ForeignKey(
+        "memories.DecayFit",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        editable=False,
+    )
+
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
     class Meta:
@@ -183,6 +208,13 @@ class Namespace(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.owner})"
 
+    @property
+    def applied_fit(self):
+        """The DecayFit that decides this namespace's decay (under auto), or None."""
+        if self.decay_fit != self.DecayFitMode.AUTO or self.decay_fit_applied_id is None:
+            return None
+        return self.decay_fit_applied
+
     def ranking_weights(self) -> dict[str, float]:
         """The mode's weights with this namespace's overrides applied."""
         weights = dict(MODE_WEIGHTS.get(self.mode, MODE_WEIGHTS[self.Mode.PERSONAL]))
@@ -193,7 +225,11 @@ class Namespace(models.Model):
         return weights
 
     def decay_params(self) -> DecayParams:
-        """This namespace's decay model and parameters, falling back to the global settings."""
+        """This namespace's decay model and parameters: the applied fit under decay_fit
+        auto, else its own decay_* fields, falling back to the global settings."""
+        fit = self.applied_fit
+        if fit is not None:
+            return fit.params()
 
         def pick(field: str, setting: str) -> float:
             value = getattr(self, field)

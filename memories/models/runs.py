@@ -19,6 +19,8 @@ class BackgroundRun(models.Model):
         EMBEDDING_BACKFILL = "embedding_backfill", "Embedding backfill"
         TERM_STATS = "term_stats", "Full-text term statistics"
         IMPORT = "import", "Namespace import"
+        DECAY_FIT = "decay_fit", "Decay fit"
+        ABOUT_TO_FORGET = "about_to_forget", "About-to-forget notices"
 
     class Status(models.TextChoices):
         RUNNING = "running", "Running"

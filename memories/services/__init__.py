@@ -12,7 +12,7 @@ graph.py      associations, entities and relations
 sessions.py   a memory's conversation: links to the previous turns of its session
 fields.py     a memory's fields by who writes them (the one declaration of each list)
 bulk_actions.py  many memories at once: the memory list's bulk actions (forget, restore,
-              move, classify, and other apps' through memories.hooks)
+              move, classify, keep, and other apps' through memories.hooks)
 """
 
 from memories.services.bulk_actions import (
@@ -23,8 +23,15 @@ from memories.services.bulk_actions import (
     memories_bulk_check,
     memories_classify,
     memories_forget,
+    memories_keep,
     memories_move,
     memories_restore,
+)
+from memories.services.decay_fits import (
+    decay_fit_request,
+    decay_fit_run,
+    decay_fits_run,
+    decay_fits_visible,
 )
 from memories.services.events import memory_event_record, memory_snapshot
 from memories.services.fields import (
@@ -98,6 +105,10 @@ __all__ = [
     "association_create",
     "bulk_action_choices",
     "bulk_action_text",
+    "decay_fit_request",
+    "decay_fit_run",
+    "decay_fits_run",
+    "decay_fits_visible",
     "entity_get_or_create",
     "in_model_order",
     "memories_bulk_apply",
@@ -105,6 +116,7 @@ __all__ = [
     "memories_classify",
     "memories_forget",
     "memories_insert",
+    "memories_keep",
     "memories_move",
     "memories_restore",
     "memories_supersede",

@@ -1,8 +1,10 @@
 """Actions on many memories at once: the memory list's bulk actions (issue 17, item 6).
 
-memories' own actions (forget with a reason, restore, move to a topic, set a classification)
-are set-based: one UPDATE of the selected rows and one insert of history events, each event
-what the single-memory service writes (memory_forget, memory_restore, memory_update). The
+memories' own actions (forget with a reason, restore, move to a topic, set a classification,
+keep: a use with the boost) are set-based: one UPDATE of the selected rows and one insert of
+history events, each event what the single-memory service writes (memory_forget,
+memory_restore, memory_update, memory_touch). The about-to-forget digest's Keep all, Review
+now and Let go go through them too, and POST /api/v1/memories/actions. The
 actions of apps above memories (review's suspend, unsuspend, bury, review now) come from
 memories.hooks.bulk_actions(); memories_bulk_apply runs either kind in one transaction, so
 an error writes nothing.
@@ -20,17 +22,21 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Case, QuerySet, Value, When
+from django.db.models import Case, F, QuerySet, Value, When
+from django.db.models.functions import Least
 from django.utils import timezone
 
 from memories.hooks import BulkAction, bulk_actions
-from memories.models import Classification, Memory, MemoryEvent, Relation
+from memories.models import LIVE_STATUSES, Classification, Memory, MemoryEvent, Relation
 from memories.services.memories import (
+    MAX_STRENGTH,
+    STRENGTH_BOOST_FACTOR,
     forget_reason_clean,
     forgotten_fields,
     memory_validate,
     restored_fields,
 )
+from memories.services.uses import uses_record
 from memories.services.webhooks import memory_events_announce
 
 # At most this many memories in one bulk action (a page of the list is 25).
@@ -119,6 +125,36 @@ def memories_restore(
         row["before"] = {"status": row["status"], "forgotten_reason": row["forgotten_reason"]}
         row["after"] = {"status": (Memory.Status.ACTIVE if short else Memory.Status.PROMOTED).value}
     _events(rows, kind=MemoryEvent.Kind.RESTORED, actor=actor, source=source, now=now)
+    return len(rows)
+
+
+def memories_keep(
+    *, memories: QuerySet[Memory], actor=None, source: str = "system", now: datetime | None = None
+) -> int:
+    """memory_touch with the boost (a person's Keep or Boost) for every live memory of
+    `memories`: one more use, the decay clock restarted and strength x1.1 (capped), the use
+    logged and a 'touched' event each, as the single touch writes them; how many it kept.
+    A forgotten or archived memory is left alone (restoring it is what brings it back)."""
+    now = now or timezone.now()
+    rows = _locked(memories.filter(status__in=LIVE_STATUSES))
+    ids = [row["pk"] for row in rows]
+    Memory.objects.filter(pk__in=ids).update(
+        use_count=F("use_count") + 1,
+        last_used_at=now,
+        strength=Least(F("strength") * STRENGTH_BOOST_FACTOR, MAX_STRENGTH),
+    )
+    uses_record(ids, now=now)
+    fresh = {
+        pk: (use_count, strength)
+        for pk, use_count, strength in Memory.objects.filter(pk__in=ids).values_list(
+            "pk", "use_count", "strength"
+        )
+    }
+    for row in rows:
+        use_count, strength = fresh[row["pk"]]
+        row["before"] = {}
+        row["after"] = {"use_count": use_count, "strength": strength, "boost_strength": True}
+    _events(rows, kind=MemoryEvent.Kind.TOUCHED, actor=actor, source=source, now=now)
     return len(rows)
 
 
@@ -213,6 +249,14 @@ OWN_ACTIONS: dict[str, BulkAction] = {
             parameter="classification",
             question="Set the classification of {count} {memories} to {classification}?",
             done="Set {count} {memories} to {classification}.",
+        ),
+        BulkAction(
+            name="keep",
+            label="Keep (count a use)",
+            run=memories_keep,
+            question="Keep {count} {memories}, counting a use of each?",
+            done="Kept {count} {memories}: one more use each, strength x1.1 and the decay "
+            "clock restarted.",
         ),
     )
 }

@@ -13,6 +13,7 @@ from config.db import lock_keys
 from memories.bulk import insert_rows
 from memories.models import LIVE_STATUSES, Memory, MemoryEvent
 from memories.services.events import EVENT_COLUMNS
+from memories.services.uses import uses_record
 
 
 def duplicates_lock(keys: Iterable[tuple[int, str]]) -> None:
@@ -61,6 +62,7 @@ def count_duplicate_uses(uses: dict[Memory, int], *, actor, source: str) -> None
         by_count.setdefault(count, []).append(memory.pk)
     for count, ids in by_count.items():
         Memory.objects.filter(pk__in=ids).update(use_count=F("use_count") + count, last_used_at=now)
+        uses_record(ids, now=now)
     fresh = dict(Memory.objects.filter(pk__in=[m.pk for m in uses]).values_list("pk", "use_count"))
     actor_id = actor.pk if actor is not None else None
     rows = []

@@ -50,6 +50,7 @@ from memories.services.near_duplicates import (
 )
 from memories.services.sessions import linked_sessions, session_links_create, sessions_lock
 from memories.services.supersede import memories_supersede
+from memories.services.uses import uses_record
 from memories.signatures import simhash_folded
 from memories.text import content_key, fold
 
@@ -422,13 +423,15 @@ def memory_touch(
 ) -> Memory:
     """Record a use (seed 003): use_count + 1, last_used_at = now, optional strength x1.1.
 
-    Written with F() expressions so concurrent touches never lose each other's counts.
+    Written with F() expressions so concurrent touches never lose each other's counts; the
+    use goes to the use log (memories.services.uses).
     """
     now = now or timezone.now()
     updates: dict[str, Any] = {"use_count": F("use_count") + 1, "last_used_at": now}
     if boost_strength:
         updates["strength"] = Least(F("strength") * STRENGTH_BOOST_FACTOR, MAX_STRENGTH)
     Memory.objects.filter(pk=memory.pk).update(**updates)
+    uses_record([memory.pk], now=now)
     memory.refresh_from_db(fields=["use_count", "last_used_at", "strength"])
     memory_event_record(
         memory=memory,

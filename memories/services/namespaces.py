@@ -11,6 +11,7 @@ from django.utils.text import slugify
 
 from config.dberrors import unique_or
 from memories.models import Namespace
+from memories.services.decay_fits import decay_fit_apply_latest
 
 
 def namespace_create(
@@ -56,6 +57,7 @@ NAMESPACE_EDITABLE_FIELDS = (
     "leech_threshold",
     "session_links",
     "dedupe",
+    "decay_fit",
 )
 
 
@@ -69,6 +71,10 @@ def namespace_update(*, namespace: Namespace, changes: Mapping[str, Any]) -> Nam
     for field, value in changes.items():
         setattr(locked, field, value)
     locked.full_clean()
-    if changes:
-        locked.save(update_fields=list(changes))
+    fields = list(changes)
+    if "decay_fit" in changes:  # auto applies the latest accepted fit; other modes none
+        decay_fit_apply_latest(locked)
+        fields.append("decay_fit_applied")
+    if fields:
+        locked.save(update_fields=fields)
     return locked

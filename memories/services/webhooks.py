@@ -9,7 +9,7 @@ rolls back therefore leaves no delivery and sends nothing; a committed one has i
 a lost task is made good by the next retry run (memories.webhook_delivery).
 
 Other events go through webhook_events_emit directly: review.due (review.tasks), and
-memory.about_to_forget (defined here, emitted by the forgetting work of a later issue).
+memory.about_to_forget (defined here, emitted once a day by memories.forget_notices).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import secrets
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -205,8 +205,8 @@ def webhook_events_emit(events: Sequence[WebhookEvent], *, now: datetime | None 
     and whose ceiling admits them: one delivery row each, set-based, in the caller's
     transaction, and the delivery task queued for after its commit. Returns the rows made.
 
-    One query when no subscription listens (the common case), four or five otherwise,
-    however many events.
+    One query when no subscription listens (the common case), four or five otherwise (one
+    more for keyed events: those already made), however many events.
     """
     if not events:
         return 0
@@ -247,10 +247,19 @@ def webhook_events_emit(events: Sequence[WebhookEvent], *, now: datetime | None 
                     created_at=now,
                 )
             )
+    # A keyed event met again (review.due twice on one day, a memory still heading for the
+    # forget threshold on the same clock) is skipped by its webhook-id: those already made
+    # are left out here (one indexed look-up), and a concurrent run's by the conflict.
+    keyed = any(event.key for event in events)
+    if keyed and rows:
+        made = set(
+            WebhookDelivery.objects.filter(
+                webhook_id__in=[row.webhook_id for row in rows]
+            ).values_list("webhook_id", flat=True)
+        )
+        rows = [row for row in rows if row.webhook_id not in made]
     if not rows:
         return 0
-    # A keyed event met again (review.due twice on one day) is skipped by its webhook-id.
-    keyed = any(event.key for event in events)
     WebhookDelivery.objects.bulk_create(rows, batch_size=500, ignore_conflicts=keyed)
     for pk in sorted({row.subscription_id for row in rows}):
         enqueue("memories.tasks.webhook_deliver", pk)
@@ -389,11 +398,16 @@ def about_to_forget_event(
     topic: str,
     score: float,
     forget_at: datetime,
+    last_used_at: datetime,
     now: datetime,
 ) -> WebhookEvent:
-    """memory.about_to_forget (the payload only; the forgetting work of a later issue
-    emits it with webhook_events_emit): a memory the sweep will forget at `forget_at`
-    unless it is used, with its current score."""
+    """memory.about_to_forget: a memory the sweep will forget at `forget_at` unless it is
+    used, with its current score (memories.forget_notices emits it once a day).
+
+    Its key is the crossing's: the memory and the last use its decay runs from. Every later
+    run that finds it heading for the threshold on the same clock sends nothing new; a use
+    restarts the clock, so a later approach to the threshold is a new event."""
+    crossing = last_used_at.astimezone(UTC).isoformat()
     return WebhookEvent(
         namespace_id=namespace_id,
         type="memory.about_to_forget",
@@ -406,8 +420,9 @@ def about_to_forget_event(
             },
             "score": score,
             "forget_at": forget_at.isoformat(),
+            "last_used_at": crossing,
         },
         occurred_at=now,
         memory_ref=memory_id,
-        key=f"about_to_forget:{memory_id}:{forget_at.date().isoformat()}",
+        key=f"about_to_forget:{memory_id}:{crossing}",
     )

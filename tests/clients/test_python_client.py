@@ -55,6 +55,10 @@ def every_call() -> dict[str, ops.Call]:
         "memories": ops.memories(_every(ops.MemoryFilters)),
         "history": ops.history(1, 10),
         "reinforce_due": ops.reinforce_due("ns", 10),
+        "about_to_forget": ops.about_to_forget("ns", 10),
+        "act": ops.act("forget", [1], "why", "topic", "internal"),
+        "decay_fits": ops.decay_fits("ns"),
+        "fit_decay": ops.fit_decay("ns"),
         "webhooks": ops.webhooks("ns"),
         "create_webhook": ops.create_webhook("ns", "https://x", _every(m.WebhookFields)),
         "webhook": ops.webhook(1),
@@ -547,6 +551,12 @@ def test_every_method_against_the_server(server, secret):
         kinds = [event.kind for event in client.history(tea.id)]
         assert kinds[0] == "touched" and "updated" in kinds and kinds[-1] == "created"
         assert client.reinforce_due(namespace=main.slug, limit=5) == []  # all used just now
+        digest = client.about_to_forget(namespace=main.slug)
+        assert (digest.count, digest.days, digest.memories) == (0, 3, [])
+        uses = client.get(tea.id).use_count
+        kept = client.act("keep", [tea.id, many[0].id])
+        assert (kept.action, kept.selected, kept.changed) == ("keep", 2, 2)
+        assert client.get(tea.id).use_count == uses + 1
 
         hooked = client.create_namespace(f"Hooked {tag}", slug=f"hooked-{tag}").slug
         hook = client.create_webhook(

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -157,3 +159,25 @@ def test_the_home_page_counts_them(ada_client, corpus):
     assert reverse("memory-forgetting") in body
     Memory.objects.filter(namespace__owner__username="ada").update(last_used_at=timezone.now())
     assert "will be forgotten by" not in ada_client.get(reverse("home")).content.decode()
+
+
+def test_the_pages_queries_do_not_grow_with_the_memories_listed(ada_client, user, namespace):
+    """Under decay_fit auto too: each listed memory's decay model (the applied fit) comes
+    with it."""
+    from tests.memories.test_decay_fits import _fit
+
+    def queries(count: int) -> int:
+        Memory.objects.all().delete()
+        for i in range(count):
+            _aged(services.memory_create(namespace=namespace, content=f"Fading {i} here."), 11)
+        with CaptureQueriesContext(connection) as context:
+            body = ada_client.get(reverse("memory-forgetting")).content.decode()
+        assert f"{count} memories will be forgotten by" in body
+        return len(context.captured_queries)
+
+    assert queries(3) == queries(12)
+    fit = _fit(namespace, level=Classification.INTERNAL)
+    Namespace.objects.filter(pk=namespace.pk).update(
+        decay_fit=Namespace.DecayFitMode.AUTO, decay_fit_applied=fit
+    )
+    assert queries(3) == queries(12)

@@ -24,6 +24,7 @@ def test_review_registers_exactly_its_card_actions():
         "restore",
         "move",
         "classify",
+        "keep",
         *names,
     ]
 

@@ -9,7 +9,7 @@ The columns are read from the models, so a new column without a check fails here
 from __future__ import annotations
 
 import math
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -36,9 +36,11 @@ from memories.models import (
     Association,
     BackgroundRun,
     Consolidation,
+    DecayFit,
     Entity,
     Memory,
     MemoryEvent,
+    MemoryUse,
     Namespace,
     Relation,
     WebhookDelivery,
@@ -162,6 +164,28 @@ def row(namespace, make_memory, user):
         ),
         RecallEvent: lambda: RecallEvent.objects.create(namespace=namespace, query="q"),
         TermStat: lambda: TermStat.objects.create(namespace=namespace, lexeme="x", documents=1),
+        MemoryUse: lambda: MemoryUse.objects.create(
+            namespace=namespace,
+            memory_ref=memory().pk,
+            used_at=datetime.now(UTC),
+            use_count=1,
+        ),
+        DecayFit: lambda: DecayFit.objects.create(
+            namespace=namespace,
+            created_at=datetime.now(UTC),
+            model="exponential",
+            half_life_days=3.0,
+            beta=0.6,
+            power_alpha=1.1,
+            fast_half_life_days=0.5,
+            slow_half_life_days=7.0,
+            fast_weight=0.7,
+            rate=1e-6,
+            default_rate=1e-6,
+            n_memories=1,
+            n_uses_train=0,
+            n_uses_validation=0,
+        ),
     }
 
     def make(model: type[models.Model]) -> models.Model:

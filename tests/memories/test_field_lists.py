@@ -328,6 +328,7 @@ def test_the_namespace_output_is_the_editable_settings_and_what_the_server_adds(
         "leech_threshold",  # issue 17
         "session_links",  # issue 15
         "dedupe",
+        "decay_fit",  # issue 19
         "memory_count",
         "created_at",
     )

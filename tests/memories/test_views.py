@@ -522,11 +522,13 @@ def test_creating_a_namespace_with_its_mode_and_settings(ada_client, user, nothi
             "decay_model": "power_law",
             "decay_half_life_days": "5",
             "dedupe": "exact",
+            "decay_fit": "suggest",
             "card_front": "cloze",
             "leech_threshold": "8",
         },
     )
     namespace = Namespace.objects.get(owner=user)
+    assert namespace.decay_fit == "suggest"
     assert response.status_code == 303
     assert response["Location"] == reverse("namespace-detail", args=["agent-42"])
     assert (namespace.slug, namespace.mode, namespace.scheduler) == (

@@ -382,6 +382,7 @@ def test_about_to_forget_has_a_defined_payload(namespace, subscribe, committed, 
         topic="db",
         score=0.06,
         forget_at=now + timedelta(days=1),
+        last_used_at=now - timedelta(days=11),
         now=now,
     )
     with committed():
@@ -389,3 +390,4 @@ def test_about_to_forget_has_a_defined_payload(namespace, subscribe, committed, 
     data = receiver.requests[0].payload["data"]
     assert data["memory"] == {"id": 7, "classification": "internal", "topic": "db"}
     assert data["score"] == 0.06
+    assert data["last_used_at"] == (now - timedelta(days=11)).isoformat()

@@ -49,6 +49,7 @@ READS = {
     "api-memory",
     "api-memory-history",
     "api-memories-reinforce",
+    "api-memories-forgetting",
     "api-associations",
     "api-entities",
     "api-relations",
@@ -67,6 +68,8 @@ NO_MEMORY_DATA = {
     "api-import": "answers counts and an id map of what the caller itself imported",
     "api-import-job": "the status of the caller's own import: counts, ids, line errors",
     "api-memories-bulk": "answers the caller's own new memories",
+    "api-memories-actions": "answers counts and a message; an id above the ceiling is a 400 "
+    "naming ids, as a missing one (test_about_to_forget_actions)",
     "api-memory-forget": "404 above the ceiling (test_isolation), else the caller's memory",
     "api-memory-restore": "as forget",
     "api-memory-touch": "as forget",
@@ -85,6 +88,8 @@ NO_MEMORY_DATA = {
     "api-review-optimize": "FSRS figures and parameters; reviews counted within the ceiling",
     "api-review-optimize-reset": "as api-review-optimize",
     "api-namespace-webhooks": "subscriptions (URL, events); none above the caller's ceiling",
+    "api-namespace-decay-fits": "decay fits; none learnt from memories above the caller's "
+    "ceiling (test_decay_fits)",
     "api-webhook": "a subscription; 404 above the caller's ceiling (test_webhooks_api)",
     "api-webhook-deliveries": "the log without payloads: types, ids, statuses, codes",
     "api-webhook-redeliver": "as api-webhook-deliveries",
@@ -368,6 +373,7 @@ def _reads(world: World, client: APIClient) -> list[tuple[str, str, bytes]]:
         get("api-memories", "/api/v1/memories", {"status": status} if status else {"limit": 500})
     get("api-memories", "/api/v1/memories", {"q": "zebra"})
     get("api-memories-reinforce", "/api/v1/memories/reinforce", {"limit": 100})
+    get("api-memories-forgetting", "/api/v1/memories/forgetting")
     for pk in world.memories:
         get("api-memory", f"/api/v1/memories/{pk}")
         get("api-memory-history", f"/api/v1/memories/{pk}/history", {"limit": 500})

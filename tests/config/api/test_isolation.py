@@ -49,6 +49,7 @@ OBJECT_FOR_ROUTE = {
     "api-cram-answer": ("cram", "cram-answer"),
     "api-cram-finish": ("cram", {}),
     "api-namespace-webhooks": ("namespace", {"url": "http://127.0.0.1:9/hook"}),
+    "api-namespace-decay-fits": ("namespace", {}),
     "api-webhook": ("webhook", {"enabled": False}),
     "api-webhook-deliveries": ("webhook", None),
     "api-webhook-redeliver": ("webhook-delivery", {}),
@@ -209,6 +210,8 @@ def test_bodies_naming_another_users_objects_change_nothing(world, api):
         ),
         ("/api/v1/memories", {"namespace": "owners-only", "content": "x"}),
         ("/api/v1/memories/bulk", {"namespace": "owners-only", "memories": [{"content": "x"}]}),
+        ("/api/v1/memories/actions", {"action": "forget", "ids": [a.pk], "reason": "x"}),
+        ("/api/v1/memories/actions", {"action": "keep", "ids": [a.pk, b.pk]}),
         ("/api/v1/review/sessions", {"namespace": "owners-only"}),
         ("/api/v1/review/cram", {"namespace": "owners-only"}),
     ]
@@ -219,7 +222,7 @@ def test_bodies_naming_another_users_objects_change_nothing(world, api):
         response = intruder.post(url, body, format="json")
         assert response.status_code == 400, (url, response.json())
         assert "No such" in json.dumps(response.json())
-    for url in ("/api/v1/review/queue", "/api/v1/review/stats"):
+    for url in ("/api/v1/review/queue", "/api/v1/review/stats", "/api/v1/memories/forgetting"):
         response = intruder.get(url, {"namespace": "owners-only"})
         assert response.status_code == 400 and "No such" in json.dumps(response.json())
     assert fingerprint() == before

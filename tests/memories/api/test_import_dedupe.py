@@ -313,7 +313,9 @@ def test_a_round_trip_into_the_same_namespace_creates_nothing(user, namespace, m
     after = database_rows(ignore={"memories.Memory": {"use_count", "last_used_at"}})
     events = "memories.MemoryEvent"
     changed = {label for label in before if before[label] != after[label]}
-    assert changed == {events}  # the uses' 'touched' events, nothing else
+    # The uses' 'touched' events and their rows in the use log, nothing else.
+    assert changed == {events, "memories.MemoryUse"}
+    assert len(after["memories.MemoryUse"]) - len(before["memories.MemoryUse"]) == 4
     new_events = MemoryEvent.objects.exclude(pk__in=[row[0] for row in before[events]]).values_list(
         "kind", "source"
     )

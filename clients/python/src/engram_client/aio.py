@@ -198,11 +198,42 @@ class AsyncEngram:
     async def reinforce_due(
         self, *, namespace: str | None = None, limit: int | None = None
     ) -> list[m.Reinforce]:
-        """Memories in the review danger zone, the most urgent first: recall or touch them
-        to keep them."""
+        """What to revisit: the memories decay is about to forget first (soonest first,
+        with `forget_at`), then those in the review danger zone; recall or touch them to
+        keep them."""
         return await self._send(ops.reinforce_due(namespace, limit))
 
+    async def about_to_forget(
+        self, *, namespace: str | None = None, limit: int | None = None
+    ) -> m.Forgetting:
+        """The about-to-forget digest: how many memories decay will forget within
+        FORGET_DIGEST_DAYS unless they are used, and the first `limit` (0: the count
+        alone), soonest first."""
+        return await self._send(ops.about_to_forget(namespace, limit))
+
+    async def act(
+        self,
+        action: ops.ActionName,
+        ids: Iterable[int],
+        *,
+        reason: str | None = None,
+        topic: str | None = None,
+        classification: m.Classification | None = None,
+    ) -> m.ActionResult:
+        """An action on up to 500 memories, all or nothing: keep (a use with the boost),
+        review_now, forget (with `reason`), restore, move (`topic`), classify
+        (`classification`) or a card action (suspend, unsuspend, bury, unbury)."""
+        return await self._send(ops.act(action, ids, reason, topic, classification))
+
     # Webhooks
+
+    async def decay_fits(self, slug: str) -> list[m.DecayFit]:
+        """The history of the namespace's decay fits, newest first (docs/api.md)."""
+        return await self._send(ops.decay_fits(slug))
+
+    async def fit_decay(self, slug: str) -> None:
+        """Queue a fit of the namespace's decay to its uses; see decay_fits for the result."""
+        await self._send(ops.fit_decay(slug))
 
     async def webhooks(self, slug: str) -> list[m.Webhook]:
         """The namespace's webhook subscriptions."""

@@ -92,6 +92,7 @@ class NamespaceSettings(TypedDict, total=False):
     leech_threshold: int
     session_links: bool
     dedupe: Literal["exact", "near", "off"]
+    decay_fit: Literal["off", "suggest", "auto"]
 
 
 @dataclass(frozen=True)
@@ -190,11 +191,37 @@ class Entity:
 
 @dataclass(frozen=True)
 class Reinforce:
-    """A memory fading toward being forgotten, worth revisiting (ReinforceOutput): its
-    decay score is in the review danger zone."""
+    """A memory fading toward being forgotten, worth revisiting (ReinforceOutput): decay
+    will forget it within FORGET_DIGEST_DAYS (`forget_at`), or its decay score is in the
+    review danger zone."""
 
     memory: Memory
     score: float
+    # When decay will forget it unless it is used (None: not within FORGET_DIGEST_DAYS).
+    forget_at: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class Forgetting:
+    """The about-to-forget digest (ForgettingOutput): how many memories decay will forget
+    by `by` unless they are used, and the first of them, soonest first."""
+
+    count: int
+    days: int
+    by: datetime
+    memories: list[Reinforce]
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What an action on memories did (MemoryActionOutput): `changed` of `selected`."""
+
+    action: str
+    selected: int
+    changed: int
+    message: str
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -294,6 +321,30 @@ class Namespace:
     scheduler: str = ""
     dedupe: str = ""
     session_links: bool = True
+    created_at: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class DecayFit:
+    """One fit of a namespace's decay to its uses (DecayFitOutput): the parameters, the
+    data it learnt from, the validation log loss of the fit and of the constants, whether
+    it was accepted and whether it decides the namespace's decay now (`applied`)."""
+
+    id: int
+    model: str
+    half_life_days: float
+    beta: float
+    rate: float
+    applied: bool
+    accepted: bool = False
+    reason: str = ""
+    validation_loss: float | None = None
+    default_validation_loss: float | None = None
+    n_memories: int = 0
+    n_uses_train: int = 0
+    n_uses_validation: int = 0
+    trigger: str = ""
     created_at: datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 

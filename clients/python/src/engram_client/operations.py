@@ -219,6 +219,52 @@ def reinforce_due(namespace: str | None, limit: int | None) -> Call:
     )
 
 
+def about_to_forget(namespace: str | None, limit: int | None) -> Call:
+    return Call(
+        "GET",
+        "/memories/forgetting",
+        {},
+        params=query({"namespace": namespace, "limit": limit}),
+        result=m.Forgetting,
+    )
+
+
+ActionName = Literal[
+    "keep",
+    "review_now",
+    "forget",
+    "restore",
+    "move",
+    "classify",
+    "suspend",
+    "unsuspend",
+    "bury",
+    "unbury",
+]
+
+
+def act(
+    action: ActionName,
+    ids: Iterable[int],
+    reason: str | None,
+    topic: str | None,
+    classification: m.Classification | None,
+) -> Call:
+    return Call(
+        "POST",
+        "/memories/actions",
+        {},
+        json=body(
+            action=action,
+            ids=list(ids),
+            reason=reason,
+            topic=topic,
+            classification=classification,
+        ),
+        result=m.ActionResult,
+    )
+
+
 # Links and the entity graph
 
 
@@ -356,6 +402,16 @@ def update_namespace(slug: str, name: str | None, settings: m.NamespaceSettings)
         json=jsonable({**body(name=name), **settings}),
         result=m.Namespace,
     )
+
+
+def decay_fits(slug: str) -> Call:
+    return Call(
+        "GET", "/namespaces/{slug}/decay-fits", {"slug": slug}, result=m.DecayFit, shape="list"
+    )
+
+
+def fit_decay(slug: str) -> Call:
+    return Call("POST", "/namespaces/{slug}/decay-fits", {"slug": slug})
 
 
 def webhooks(slug: str) -> Call:
