@@ -133,6 +133,27 @@ def _stamp(namespace: Namespace) -> dict[str, Any]:
         return {}
 
 
+def refill_namespace(
+    namespace: Namespace, size: int, *, seed: int, progress: Callable[[str], None]
+) -> datetime:
+    """Empty the namespace and write `size` corpus memories into it (created over the
+    corpus's span before now, as _bulk_memories writes them); returns that now."""
+    clear_namespace(namespace)
+    now = timezone.now()
+    _bulk_memories(
+        namespace,
+        vocabulary(),
+        random.Random(seed),
+        size,
+        now,
+        0,
+        size,
+        time.perf_counter(),
+        progress,
+    )
+    return now
+
+
 def clear_namespace(namespace: Namespace) -> None:
     """Delete a namespace's rows with plain DELETEs (the ORM would load every row first)."""
     qn = connection.ops.quote_name

@@ -16,7 +16,6 @@ row), its median over `runs`, and the process's peak resident memory.
 from __future__ import annotations
 
 import json
-import random
 import resource
 import statistics
 import time
@@ -26,7 +25,6 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
-from django.utils import timezone
 
 from benchmarks import corpus
 from config.db import vendor
@@ -57,22 +55,10 @@ def dataset(size: int, *, rebuild: bool, progress: Progress) -> tuple[Namespace,
     if not rebuild and stamp.get("size") == size and have == size:
         return namespace, stamp
     progress(f"  decay fit: clearing {SLUG} ...")
-    corpus.clear_namespace(namespace)
     MemoryUse.objects.filter(namespace=namespace).delete()
     DecayFit.objects.filter(namespace=namespace).delete()
-    now = timezone.now()
     started = time.perf_counter()
-    corpus._bulk_memories(
-        namespace,
-        corpus.vocabulary(),
-        random.Random(SEED),
-        size,
-        now,
-        0,
-        size,
-        started,
-        progress,
-    )
+    now = corpus.refill_namespace(namespace, size, seed=SEED, progress=progress)
     written = _uses(namespace, size=size, now=now, progress=progress)
     stamp = {"size": size, "uses": written, "epoch": now.isoformat()}
     stamp["build_seconds"] = round(time.perf_counter() - started, 1)

@@ -18,7 +18,6 @@ moment), the home page's count (limit 0) and the daily webhook's statement (ever
 from __future__ import annotations
 
 import json
-import random
 import statistics
 import time
 from collections.abc import Callable
@@ -27,7 +26,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.utils import timezone
 
 from benchmarks import corpus
 from config.db import is_postgres, vendor
@@ -50,20 +48,8 @@ def dataset(size: int, *, rebuild: bool, progress: Progress) -> tuple[Namespace,
     if not rebuild and stamp.get("size") == size and have == size:
         return namespace, stamp
     progress(f"  forgetting: clearing {SLUG} ...")
-    corpus.clear_namespace(namespace)
-    now = timezone.now()
     started = time.perf_counter()
-    corpus._bulk_memories(
-        namespace,
-        corpus.vocabulary(),
-        random.Random(SEED),
-        size,
-        now,
-        0,
-        size,
-        started,
-        progress,
-    )
+    now = corpus.refill_namespace(namespace, size, seed=SEED, progress=progress)
     stamp = {"size": size, "epoch": now.isoformat(), "swept": False}
     stamp["build_seconds"] = round(time.perf_counter() - started, 1)
     _save(namespace, stamp)
