@@ -181,3 +181,16 @@ def test_the_pages_queries_do_not_grow_with_the_memories_listed(ada_client, user
         decay_fit=Namespace.DecayFitMode.AUTO, decay_fit_applied=fit
     )
     assert queries(3) == queries(12)
+
+
+@pytest.mark.django_db
+def test_postgresql_has_the_digests_covering_index():
+    """Migration 0021: the digest answers from the index alone at 1M memories
+    (docs/benchmarks.md); SQLite has no INCLUDE and goes without."""
+    if connection.vendor != "postgresql":
+        pytest.skip("a PostgreSQL-only index")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'memory_forget_digest'")
+        (definition,) = cursor.fetchone()
+    assert "INCLUDE (id, use_count, last_used_at, strength" in definition
+    assert "WHERE" in definition and "short_term" in definition
