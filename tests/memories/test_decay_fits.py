@@ -280,3 +280,11 @@ def test_an_empty_namespace_fits_to_nothing_without_failing(namespace):
     fit = decay_fit_run(namespace=namespace, now=NOW)
     assert not fit.accepted and "not enough history" in fit.reason
     assert fit.n_memories == 0 and fit.validation_loss is None
+
+
+def test_a_read_only_token_cannot_queue_a_fit(user, namespace, make_token, api):
+    _, secret = make_token(user, access="read")
+    url = f"/api/v1/namespaces/{namespace.slug}/decay-fits"
+    answer = api(secret).post(url, {}, format="json")
+    assert answer.status_code == 403 and "read-only" in answer.json()["error"]["message"]
+    assert api(secret).get(url).status_code == 200
