@@ -269,6 +269,12 @@ if not re.fullmatch(r"\d+/(s|sec|m|min|h|hour|d|day)", API_RATE_LIMIT):
     raise ImproperlyConfigured(
         f"API_RATE_LIMIT={API_RATE_LIMIT!r} must look like 600/min (per s, min, hour or day)."
     )
+# Seconds a token looked up by its secret is kept in the shared cache, so a request does
+# not cost a token query (memories/auth.py, docs/scaling.md). Revocation, edits and the
+# owner's deactivation take effect on the next request all the same: each request checks
+# the token's generation in the same cache round trip. On by default with Redis only: the
+# database cache would cost the query it saves. 0 turns it off.
+API_TOKEN_CACHE_SECONDS = env.int("API_TOKEN_CACHE_SECONDS", 60 if REDIS_URL else 0, minimum=0)
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
 API_IMPORT_MAX_BYTES = env.int("API_IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1024)
 API_MAX_CONTENT_LENGTH = env.int("API_MAX_CONTENT_LENGTH", 20_000, minimum=100)

@@ -17,6 +17,7 @@ from rest_framework.request import Request
 
 from memories.models import ApiToken, Classification, Memory, Namespace
 from memories.services import token_hash
+from memories.token_cache import token_by_prefix, token_cache_store
 
 # last_used_at is refreshed at most this often, so a busy token is not a write per request.
 LAST_USED_RESOLUTION = timedelta(minutes=5)
@@ -29,7 +30,7 @@ def token_for_secret(secret: str) -> ApiToken:
     parts = secret.split("_")
     if len(parts) < 3 or parts[0] != "eng":
         raise exceptions.AuthenticationFailed("Malformed token.")
-    token = ApiToken.objects.select_related("owner").filter(prefix=parts[1]).first()
+    token = token_by_prefix(parts[1])
     if token is None or not hmac.compare_digest(token.secret_hash, token_hash(secret)):
         raise exceptions.AuthenticationFailed("Invalid token.")
     now = timezone.now()
@@ -41,6 +42,8 @@ def token_for_secret(secret: str) -> ApiToken:
         raise exceptions.AuthenticationFailed("The token's owner is inactive.")
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+        token_cache_store(token)
     return token
 
 

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.models import ApiToken, Classification, Namespace
+from memories.token_cache import token_cache_forget
 
 TOKEN_PREFIX_BYTES = 6
 TOKEN_SECRET_BYTES = 32
@@ -66,3 +67,5 @@ def token_revoke(*, token, now: datetime | None = None) -> None:
     ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
         revoked_at=now or timezone.now()
     )
+    # An update sends no signal: the token cache is told here.
+    token_cache_forget([token.prefix])
