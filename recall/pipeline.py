@@ -266,7 +266,7 @@ def run_pipeline(
     pending = _start_query_embedding(query, wanted, config, log)
     full = _run_full_text(terms, filters, limit, wanted, config, log)
     short_circuit = config.short_circuit and len(full.hits) >= limit
-    rows = load_rows([memory_id for memory_id, _score, _sub in full.hits])
+    rows = full.rows | load_rows([i for i, _score, _sub in full.hits if i not in full.rows])
     se_hits, embeddings_ran = _run_embeddings(
         pending, filters, limit, wanted, short_circuit, config, log
     )

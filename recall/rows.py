@@ -60,6 +60,19 @@ _EPOCH_FIELDS = {
 }
 
 
+def row_columns() -> str:
+    """The SELECT list of ROW_FIELDS over `memories_memory m`, for statements that read the
+    rows along with something else (recall.stages.full_text)."""
+    return _select_list()
+
+
+def row_from(values: tuple) -> dict[str, Any]:
+    """One row of row_columns() as load_rows returns it."""
+    row = dict(zip(ROW_FIELDS, values, strict=True))
+    _decode(row)
+    return row
+
+
 def _select_list() -> str:
     epoch = pick(**_EPOCH_SQL)
     return ", ".join(
@@ -88,8 +101,7 @@ def load_rows(ids: list[int], filters: RecallFilters | None = None) -> dict[int,
         fetched = cursor.fetchall()
     rows = {}
     for values in fetched:
-        row = dict(zip(ROW_FIELDS, values, strict=True))
-        _decode(row)
+        row = row_from(values)
         rows[row["id"]] = row
     return rows
 

@@ -14,11 +14,13 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import connection
 
 from config.db import is_postgres
 from recall import termstats
+from recall.rows import row_columns, row_from
 from recall.stages.filters import RecallFilters
 from recall.stages.query import QueryTerms
 from recall.temporal import TimeRange
@@ -34,6 +36,9 @@ class FullTextResult:
     """Sf's hits in its own order (stemmed, then trigram, then original-language)."""
 
     hits: list[tuple[int, float, str]] = field(default_factory=list)  # id, raw score, step
+    # The stemmed hits' candidate rows (recall.rows), read by the same statement: the
+    # pipeline loads only the other hits' rows.
+    rows: dict[int, dict[str, Any]] = field(default_factory=dict)
     document_frequency: dict[str, int] = field(default_factory=dict)
     matched_terms: list[str] = field(default_factory=list)
     dropped_terms: list[str] = field(default_factory=list)
@@ -88,10 +93,11 @@ def full_text(
             if is_postgres()
             else _stemmed_sqlite(chosen, df, filters, candidate_cap, match_budget)
         )
-        for memory_id, score in rows:
+        for memory_id, score, row in rows:
             if memory_id not in seen:
                 seen.add(memory_id)
                 result.hits.append((memory_id, float(score), "stemmed"))
+                result.rows[memory_id] = row
     fuzzy_terms = [t for t in result.unmatched_terms if len(t) >= MIN_TRIGRAM_TERM]
     if fuzzy_terms:
         for memory_id, score in _trigram(fuzzy_terms, filters, "search_text"):
@@ -186,7 +192,7 @@ def _stemmed_sqlite(
     filters: RecallFilters,
     cap: int,
     budget: int,
-) -> list[tuple[int, float]]:
+) -> list[tuple[int, float, dict[str, Any]]]:
     """FTS5 porter match ranked by bm25 (content weighs twice the keywords).
 
     The inner query walks the index newest first and stops after `budget` matches (FTS5
@@ -196,7 +202,7 @@ def _stemmed_sqlite(
     match = " OR ".join(_fts_phrase(t) for t in chosen)
     where, params = filters.sql("m")
     sql = (
-        "SELECT m.id, f.score FROM ("
+        f"SELECT m.id, f.score, {row_columns()} FROM ("
         "SELECT rowid AS id, -bm25(memories_memory_fts, 1.0, 0.5) AS score "
         "FROM memories_memory_fts WHERE memories_memory_fts MATCH %s "
         "ORDER BY rowid DESC LIMIT %s) f "
@@ -204,7 +210,7 @@ def _stemmed_sqlite(
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [match, budget, *params, cap])
-        return cursor.fetchall()
+        return [(values[0], values[1], row_from(values[2:])) for values in cursor.fetchall()]
 
 
 def _stemmed_postgres(
@@ -215,7 +221,7 @@ def _stemmed_postgres(
     filters: RecallFilters,
     cap: int,
     budget: int,
-) -> list[tuple[int, float]]:
+) -> list[tuple[int, float, dict[str, Any]]]:
     """BM25-like ranking: sum over query terms of idf(term) * ts_rank(vector, term).
 
     ts_rank alone knows no document frequency, so a name found in half the namespace
@@ -232,15 +238,19 @@ def _stemmed_postgres(
         rank_params += [_idf(df[term], n_docs), term]
     match_sql = " || ".join("plainto_tsquery('english', %s)" for _ in chosen)
     where, params = filters.sql("m")
+    # The ranked ids joined back to their rows in the same statement (a nested loop over
+    # the sorted ranking keeps its order), which saves the pipeline a round trip.
     sql = (
+        f"SELECT r.id, r.score, {row_columns()} FROM ("
         f"SELECT c.id, {rank_sql} AS score FROM ("
         "SELECT m.id, m.search_vector FROM memories_memory m "
         f"WHERE m.search_vector @@ ({match_sql}) AND {where} LIMIT %s) c "
-        "ORDER BY score DESC LIMIT %s"
+        "ORDER BY score DESC LIMIT %s) r "
+        "JOIN memories_memory m ON m.id = r.id ORDER BY r.score DESC"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*rank_params, *chosen, *params, budget, cap])
-        return cursor.fetchall()
+        return [(values[0], values[1], row_from(values[2:])) for values in cursor.fetchall()]
 
 
 def _idf(df: int, n_docs: int) -> float:
