@@ -56,6 +56,8 @@ class Server:
             "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-" + "x" * 50,
             "SECURE_SSL_REDIRECT": "0",
             "PYTHONWARNINGS": "ignore:No directory at",
+            # No access line per request (config/request_id.py): wrk sends thousands.
+            "LOG_LEVEL": "WARNING",
             # The benchmark measures the service, not the per-token throttle.
             "API_RATE_LIMIT": "10000000/min",
         }

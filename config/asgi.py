@@ -21,6 +21,8 @@ from a2wsgi import WSGIMiddleware
 from django.core.wsgi import get_wsgi_application
 from django.utils.module_loading import import_string
 
+from config.request_id import request_id_from
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 wsgi_app = get_wsgi_application()
 
@@ -54,6 +56,23 @@ def _wsgi_input(environ, start_response):
 django_app = WSGIMiddleware(_wsgi_input)
 mcp_app = import_string("memories.mcp.asgi_app")()
 
+
+async def _mcp_with_request_id(scope, receive, send) -> None:
+    """MCP's answers carry an X-Request-ID too, as Django's do (config.request_id): the
+    client's when acceptable, else a new one. Only the header: MCP's requests are not in
+    the request metrics or the access log (a streamed answer has no one duration)."""
+    incoming = next((v for k, v in scope.get("headers", ()) if k == b"x-request-id"), b"")
+    request_id = request_id_from(incoming.decode("latin-1"))
+
+    async def send_with_id(message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [*message.get("headers", ()), (b"x-request-id", request_id.encode())]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    await mcp_app(scope, receive, send_with_id)
+
+
 MCP_PREFIXES = ("/mcp", "/.well-known/oauth-protected-resource")
 
 
@@ -64,7 +83,10 @@ def _is_mcp(path: str) -> bool:
 async def application(scope, receive, send) -> None:
     # Lifespan goes to the MCP app, whose start-up runs its session manager (Django's ASGI
     # handler serves HTTP only).
-    if scope["type"] == "lifespan" or (scope["type"] == "http" and _is_mcp(scope.get("path", ""))):
+    if scope["type"] == "lifespan":
         await mcp_app(scope, receive, send)
+        return
+    if scope["type"] == "http" and _is_mcp(scope.get("path", "")):
+        await _mcp_with_request_id(scope, receive, send)
         return
     await django_app(scope, receive, send)

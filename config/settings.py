@@ -74,6 +74,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so every answer (redirects and errors too) has its X-Request-ID, is timed for
+    # /metrics and logged once (config/request_id.py).
+    "config.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.api.ApiBodyLimitMiddleware",
@@ -185,7 +188,16 @@ Q_CLUSTER = {
     "catch_up": False,
     "label": "Background tasks",
 }
-if REDIS_URL:
+# The broker: Redis (when REDIS_URL is set) or the database. Only the database broker
+# acknowledges tasks, so only it hands a task that raised or whose worker died out again
+# (Q_RETRY, Q_MAX_ATTEMPTS); django-q2's Redis broker removes a task when a cluster takes
+# it. TASK_BROKER=database keeps those retries with Redis as the cache (docs/scaling.md).
+TASK_BROKER = env.str("TASK_BROKER", "redis" if REDIS_URL else "database")
+if TASK_BROKER not in ("redis", "database"):
+    raise ImproperlyConfigured(f"TASK_BROKER={TASK_BROKER!r} must be redis or database.")
+if TASK_BROKER == "redis" and not REDIS_URL:
+    raise ImproperlyConfigured("TASK_BROKER=redis needs REDIS_URL.")
+if TASK_BROKER == "redis":
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
@@ -456,19 +468,50 @@ RECALL_TERM_STATS_INTERVAL_MINUTES = env.int(
 )
 EMBEDDING_QUERY_BUDGET_MS = env.float("EMBEDDING_QUERY_BUDGET_MS", 250.0, minimum=1.0)
 
-# --- Logging ----------------------------------------------------------------------------
+# --- Logging and metrics (docs/metrics.md) ----------------------------------------------
 
+# plain: one line of text a record; json: one JSON object a line (config.logs). Either way
+# every record carries the id of the request it was written in (request_id).
+LOG_FORMAT = env.choice("LOG_FORMAT", "plain", ("plain", "json"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "config.logs.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "config.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO").upper()},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "axes.apps": {"level": "WARNING"},  # its start-up banner, in every command
     },
 }
+
+# /metrics answers `Authorization: Bearer <METRICS_TOKEN>` (a Prometheus scraper) or a staff
+# session; empty: staff sessions only. Not an API token: those never open it.
+METRICS_TOKEN = env.str("METRICS_TOKEN")
+if METRICS_TOKEN and (len(METRICS_TOKEN) < 16 or re.search(r"\s", METRICS_TOKEN)):
+    raise ImproperlyConfigured(
+        "METRICS_TOKEN must be at least 16 characters without spaces: generate one with  "
+        'python -c "import secrets; print(secrets.token_urlsafe(32))"'
+    )
+# Read by prometheus_client itself when it is imported: with several processes (gunicorn's
+# workers, the django-q2 cluster) each writes its metrics under this directory, which must
+# exist and be emptied at start-up (`manage.py runall` does both; docs/metrics.md).
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR")
+if PROMETHEUS_MULTIPROC_DIR and not Path(PROMETHEUS_MULTIPROC_DIR).is_dir():
+    raise ImproperlyConfigured(
+        f"PROMETHEUS_MULTIPROC_DIR={PROMETHEUS_MULTIPROC_DIR!r} is not a directory; create it "
+        "(empty) before starting the web server and the worker."
+    )
 
 # --- Background work (issue 6) ----------------------------------------------------------
 # What runs when, and why these defaults: docs/background.md.

@@ -10,6 +10,8 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
+from config.metrics import metrics_view
+
 # What the API docs pages need beyond the site's Content-Security-Policy (settings): both
 # set styles inline, Redoc searches in a worker it builds from a blob.
 swagger_ui = csp_update({"style-src": [UNSAFE_INLINE]})(
@@ -28,6 +30,8 @@ urlpatterns = [
     # Sign-in and password change; no password reset (config/accounts.py).
     path("accounts/", include("config.accounts")),
     path("admin/", admin.site.urls),
+    # Prometheus: the METRICS_TOKEN bearer or a staff session (docs/metrics.md).
+    path("metrics", metrics_view, name="metrics"),
     path("", include("memories.urls")),
     path("", include("review.urls")),
     path("", include("recall.urls")),

@@ -29,6 +29,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
+from config.metrics import observe_webhook_attempts
 from config.queue import enqueue
 from memories.models import WebhookDelivery, WebhookSubscription
 from memories.webhook_targets import target_refusal
@@ -170,6 +171,11 @@ def webhook_deliver_run(
     finally:
         if own:
             client.close()
+        observe_webhook_attempts(
+            delivered=counts["delivered"],
+            retry=counts["failed_attempts"] - counts["gave_up"],
+            failed=counts["gave_up"],
+        )
     return dict(counts)
 
 

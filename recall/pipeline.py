@@ -25,6 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from config.metrics import observe_recall
 from memories.decay import Thresholds, in_danger_zone
 from memories.models import Memory, Namespace
 from memories.services import NEAR_DUPLICATE
@@ -291,6 +292,7 @@ def run_pipeline(
         candidates=len(candidates) + len(digests) + len(relations),
     )
     result.duration_ms = _ms(started)
+    observe_recall(result.stage_timings, result.candidates, result.duration_ms)
     return result
 
 

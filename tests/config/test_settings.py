@@ -76,6 +76,8 @@ def _start(env: dict[str, str]) -> subprocess.CompletedProcess:
         ({"Q_TIMEOUT": "600", "Q_RETRY": "300"}, "Q_RETRY=300 must be greater than Q_TIMEOUT"),
         ({"TIME_ZONE": "Mars/Olympus"}, "TIME_ZONE"),
         ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
+        ({"TASK_BROKER": "rabbit"}, "TASK_BROKER='rabbit'"),
+        ({"TASK_BROKER": "redis"}, "TASK_BROKER=redis needs REDIS_URL"),
     ],
 )
 def test_start_up_fails_with_a_clear_message(env, message):
@@ -93,3 +95,33 @@ def test_start_up_fails_with_a_clear_message(env, message):
 def test_production_settings_start_with_a_secret_key():
     result = _start({"DEBUG": "false", "SECRET_KEY": "x" * 60})
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "broker"),
+    [
+        ({}, "orm"),
+        ({"REDIS_URL": "redis://127.0.0.1:6379/0"}, "redis"),
+        ({"REDIS_URL": "redis://127.0.0.1:6379/0", "TASK_BROKER": "database"}, "orm"),
+    ],
+)
+def test_the_task_broker_follows_task_broker_and_redis_url(env, broker):
+    clean = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "TASK_BROKER"}}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings; "
+            "print('redis' if 'redis' in settings.Q_CLUSTER else 'orm', "
+            "settings.CACHES['default']['BACKEND'].rsplit('.', 1)[-1])",
+        ],
+        cwd=ROOT,
+        env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    queue, cache_backend = result.stdout.split()
+    assert queue == broker
+    assert cache_backend == ("RedisCache" if "REDIS_URL" in env else "DatabaseCache")

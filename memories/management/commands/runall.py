@@ -3,12 +3,30 @@ together; Ctrl-C (or SIGTERM) stops both."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
+
+# prometheus_client's files: counter_<pid>.db, histogram_<pid>.db, gauge_max_<pid>.db, ...
+METRIC_FILES = ("counter_*.db", "histogram_*.db", "gauge_*.db", "summary_*.db")
+
+
+def metrics_dir_ready(port: int) -> str:
+    """The web server's and the worker's shared metrics directory (docs/metrics.md),
+    emptied: PROMETHEUS_MULTIPROC_DIR, or var/metrics-<port>. Files left by an earlier
+    run's processes would be added to this run's figures."""
+    path = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or settings.VAR_DIR / f"metrics-{port}")
+    path.mkdir(parents=True, exist_ok=True)
+    for pattern in METRIC_FILES:  # only prometheus_client's files, whatever dir was named
+        for stale in path.glob(pattern):
+            stale.unlink(missing_ok=True)
+    return str(path)
 
 
 class Command(BaseCommand):
@@ -21,6 +39,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, host: str, port: int, no_worker: bool, **options) -> None:
         manage = [sys.executable, sys.argv[0]]
+        env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": metrics_dir_ready(port)}
         # The ASGI app (config.asgi): dashboard, API and MCP at /mcp, as in production.
         web = [sys.executable, "-m", "uvicorn", "config.asgi:application"]
         commands = {"web": [*web, "--host", host, "--port", str(port), "--no-server-header"]}
@@ -31,7 +50,8 @@ class Command(BaseCommand):
         # process group could land in its sentinel during a database call and leave the
         # cluster half-stopped (seen on PostgreSQL: still polling 25 s later).
         children = {
-            name: subprocess.Popen(cmd, start_new_session=True) for name, cmd in commands.items()
+            name: subprocess.Popen(cmd, start_new_session=True, env=env)
+            for name, cmd in commands.items()
         }
         self.stdout.write(
             self.style.SUCCESS(
