@@ -65,7 +65,9 @@ def test_a_revoked_token_is_refused_on_the_next_request(client, user, make_token
 def test_an_edit_in_the_admin_takes_effect_on_the_next_request(
     user, namespace, make_token, make_memory, api
 ):
-    secret_memory = make_memory("The launch code is 0000.", classification=Classification.RESTRICTED)
+    secret_memory = make_memory(
+        "The launch code is 0000.", classification=Classification.RESTRICTED
+    )
     token, secret = make_token(user, ceiling=Classification.RESTRICTED)
     agent = api(secret)
     assert agent.get(f"/api/v1/memories/{secret_memory.pk}").status_code == 200
