@@ -32,7 +32,7 @@ from memories.services import NEAR_DUPLICATE
 from recall import fusion, ranking
 from recall.embeddings import EmbeddingUnavailable, embed_texts, get_provider
 from recall.fusion import Candidate
-from recall.rows import association_links, load_rows
+from recall.rows import association_links, association_links_with_rows, load_rows
 from recall.scoring import RecallScoringConfig
 from recall.stages import (
     ALL_STAGES,
@@ -570,12 +570,11 @@ def _spread_associations(
     """
     if not spread or not candidates:
         return
-    links = association_links(list(candidates), filters.namespace_ids)
+    links, linked = association_links_with_rows(list(candidates), filters)
     support = ranking.association_support(candidates, links, spread)
-    new_ids = [i for i in support if i not in candidates]
-    if new_ids:
-        for row in load_rows(new_ids, filters).values():
-            candidates[row["id"]] = Candidate(row["id"], row, associative=True)
+    # In id order, as a separate load of the new ids read them (ties keep their order).
+    for memory_id in sorted(i for i in support if i not in candidates and i in linked):
+        candidates[memory_id] = Candidate(memory_id, linked[memory_id], associative=True)
     ranking.add_association_support(candidates, support)
 
 

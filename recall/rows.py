@@ -141,3 +141,39 @@ def association_links(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def association_links_with_rows(
+    ids: list[int], filters: RecallFilters
+) -> tuple[list[tuple[int, int, float]], dict[int, dict[str, Any]]]:
+    """association_links of ids (every kind) and, in the same statement, the rows of their
+    far ends that are not among ids and pass the filters (cold allowed), as load_rows
+    would give them: association spreading in one round trip instead of two."""
+    table = connection.ops.quote_name(Association._meta.db_table)
+    sources, source_params = in_list("source_id", ids)
+    targets, target_params = in_list("target_id", ids)
+    namespaces, ns_params = in_list("namespace_id", list(filters.namespace_ids))
+    not_ids, not_params = in_list("m.id", ids)
+    where, where_params = filters.sql("m", cold=True)
+    sql = (
+        f"SELECT l.source_id, l.target_id, l.weight, {_select_list()} FROM ("
+        f"SELECT source_id, target_id, weight, target_id AS far FROM {table} "
+        f"WHERE {sources} AND {namespaces} "
+        "UNION ALL "
+        f"SELECT source_id, target_id, weight, source_id AS far FROM {table} "
+        f"WHERE {targets} AND NOT {sources} AND {namespaces}"
+        ") l "
+        f"LEFT JOIN memories_memory m ON m.id = l.far AND NOT {not_ids} AND {where}"
+    )
+    params = [*source_params, *ns_params, *target_params, *source_params, *ns_params]
+    params += [*not_params, *where_params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    links = []
+    rows: dict[int, dict[str, Any]] = {}
+    for values in fetched:
+        links.append((values[0], values[1], values[2]))
+        if values[3] is not None and values[3] not in rows:
+            rows[values[3]] = row_from(values[3:])
+    return links, rows

@@ -521,3 +521,28 @@ def test_a_query_naming_only_a_date_returns_what_was_written_then(recall, make_m
     assert result.stage_timings["Sf"]["hits"] == 1
     assert ids(recall("yesterday")) == [yesterday.pk]
     assert ids(recall("What happened on 1 January 1999?")) == []
+
+
+def test_association_links_come_with_the_far_ends_rows_that_pass_the_filters(make_memory):
+    """Spreading's one statement (recall.rows.association_links_with_rows): every link of
+    the candidates, and the rows of only those far ends a caller may be given."""
+    from django.utils import timezone
+
+    from recall.rows import association_links_with_rows, load_rows
+    from recall.stages.filters import RecallFilters
+
+    now = timezone.now()
+    a = make_memory("Alpha note")
+    e = make_memory("Echo note, a candidate too")
+    b = make_memory("Bravo note")
+    above = make_memory("Charlie note", classification=C.RESTRICTED)
+    expired = make_memory("Delta note", expires_at=now - timedelta(days=1))
+    for source, target in ((a, b), (above, a), (a, expired), (e, a), (b, e)):
+        _link(source, target, weight=0.5)
+    filters = RecallFilters(namespace_ids=(a.namespace_id,), ceiling=C.INTERNAL, now=now)
+    links, rows = association_links_with_rows([a.pk, e.pk], filters)
+    assert sorted(links) == sorted(
+        (s.pk, t.pk, 0.5) for s, t in ((a, b), (above, a), (a, expired), (e, a), (b, e))
+    )
+    assert set(rows) == {b.pk}
+    assert rows[b.pk] == load_rows([b.pk], filters)[b.pk]
