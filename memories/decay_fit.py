@@ -492,7 +492,9 @@ def _nelder_mead(
     while evaluations < max_evaluations:
         order = np.argsort(values)
         simplex, values = simplex[order], values[order]
-        if np.max(np.abs(values[1:] - values[0])) <= ftol:
+        if not np.isfinite(values[0]):
+            break  # no point of the simplex has a finite value: nothing to descend
+        if np.max(np.abs(values[1:] - values[0])) <= ftol:  # an infinite one: not yet
             break
         centroid = simplex[:-1].mean(axis=0)
         worst = simplex[-1]

@@ -438,3 +438,22 @@ def test_nan_inputs_raise() -> None:
             event=np.array([False]),
             strength=np.array([1.0]),
         )
+
+
+def test_the_simplex_stops_at_once_when_no_point_has_a_finite_value():
+    """An objective infinite everywhere (no usable history) ends the search on its first
+    simplex instead of spending every evaluation on inf - inf."""
+    from memories.decay_fit import _nelder_mead
+
+    calls = []
+
+    def infinite(point: np.ndarray) -> float:
+        calls.append(point)
+        return math.inf
+
+    with np.errstate(all="raise"):  # inf - inf would raise here
+        _point, value = _nelder_mead(
+            infinite, np.array([1.0, 0.5]), np.array([0.5, 0.1]), np.zeros(2), np.ones(2) * 10
+        )
+    assert value == math.inf
+    assert len(calls) == 3
