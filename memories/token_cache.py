@@ -30,19 +30,25 @@ def _token_cache_keys(prefix: str) -> tuple[str, str]:
     return f"engram:token:{prefix}", f"engram:token-generation:{prefix}"
 
 
+def _tokens():
+    """Tokens with their owner, less the owner's password hash: it has no business in a
+    cache, and a user loaded without it saves only the fields it holds."""
+    return ApiToken.objects.select_related("owner").defer("owner__password")
+
+
 def token_by_prefix(prefix: str) -> ApiToken | None:
     if not _PREFIX.fullmatch(prefix):
         return None  # never a database or cache lookup for a made-up prefix
     seconds = settings.API_TOKEN_CACHE_SECONDS
     if not seconds:
-        return ApiToken.objects.select_related("owner").filter(prefix=prefix).first()
+        return _tokens().filter(prefix=prefix).first()
     entry_key, generation_key = _token_cache_keys(prefix)
     found = cache.get_many([entry_key, generation_key])
     generation = found.get(generation_key)
     entry = found.get(entry_key)
     if entry is not None and entry[0] == generation:
         return entry[1]
-    token = ApiToken.objects.select_related("owner").filter(prefix=prefix).first()
+    token = _tokens().filter(prefix=prefix).first()
     if token is not None:
         token._cache_generation = generation
         cache.set(entry_key, (generation, token), seconds)

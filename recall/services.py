@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from config.db import is_postgres
@@ -136,22 +136,6 @@ def recall_run(
     return result
 
 
-# The event's columns, written by one INSERT on PostgreSQL (_event_save).
-_EVENT_FIELDS = (
-    "namespace_id",
-    "token_id",
-    "user_id",
-    "query",
-    "filters",
-    "stage_timings",
-    "result_ids",
-    "session_id",
-    "duration_ms",
-    "created_at",
-)
-_JSON_EVENT_FIELDS = {"filters", "stage_timings", "result_ids"}
-
-
 def _event_save(event: RecallEvent) -> None:
     """Write the recall's event. Its commit need not wait for the WAL flush: a crash may
     lose the last few recall events and boosts, never corrupt them, and not waiting keeps
@@ -162,15 +146,18 @@ def _event_save(event: RecallEvent) -> None:
     if not is_postgres():
         event.save(force_insert=True)
         return
-    values = [getattr(event, name) for name in _EVENT_FIELDS]
+    # Every column but the id, from the model: a field added later is written too.
+    fields = [f for f in RecallEvent._meta.concrete_fields if not f.primary_key]
     params = [
-        json.dumps(value) if name in _JSON_EVENT_FIELDS else value
-        for name, value in zip(_EVENT_FIELDS, values, strict=True)
+        json.dumps(f.value_from_object(event))
+        if isinstance(f, models.JSONField)
+        else f.value_from_object(event)
+        for f in fields
     ]
     table = connection.ops.quote_name(RecallEvent._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(name) for name in _EVENT_FIELDS)
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     placeholders = ", ".join(
-        "%s::jsonb" if name in _JSON_EVENT_FIELDS else "%s" for name in _EVENT_FIELDS
+        "%s::jsonb" if isinstance(f, models.JSONField) else "%s" for f in fields
     )
     with connection.cursor() as cursor:
         cursor.execute(

@@ -130,3 +130,12 @@ def test_last_used_is_still_recorded(user, make_token, api):
     assert api(secret).get("/api/v1/memories").status_code == 200
     token.refresh_from_db()
     assert token.last_used_at is not None
+
+
+def test_the_cache_never_holds_the_owners_password_hash(user, make_token, api):
+    token, secret = make_token(user)
+    assert api(secret).get("/api/v1/memories").status_code == 200
+    entry_key, _ = _token_cache_keys(token.prefix)
+    _generation, cached = cache.get(entry_key)
+    assert "password" in cached.owner.get_deferred_fields()
+    assert user.password not in repr(cached.owner.__dict__)
