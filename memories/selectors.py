@@ -15,9 +15,9 @@ from django.utils import timezone
 from memories.auth import Scope
 from memories.decay import ForgettingOutlook, forgetting_outlook
 from memories.decay_fit import threshold_probability
-from memories.models import Classification, Memory, MemoryEvent, Namespace
+from memories.models import Classification, Memory, MemoryEvent, Namespace, reachable_sql
 from memories.plots import Threshold
-from memories.score_sql import db_datetime, params_cte, scored_memories_sql
+from memories.score_sql import params_cte, scored_memories_sql
 from memories.scores import ScoreHistogram, band_sql, bin_sql, score_histogram
 from memories.services.decay_fits import decay_fits_visible, namespace_constants
 from memories.services.near_duplicates import near_group
@@ -232,12 +232,8 @@ def _within_reach(namespace_ids, ceiling: int, now: datetime) -> tuple[str, list
     """The WHERE fragment (alias m) of memories a caller may be shown as candidates: of
     the namespaces, at or below the ceiling, current and unexpired at `now`."""
     marks = ", ".join(["%s"] * len(namespace_ids))
-    sql = (
-        f"m.namespace_id IN ({marks}) AND m.classification <= %s "
-        "AND (m.valid_until IS NULL OR m.valid_until > %s) "
-        "AND (m.expires_at IS NULL OR m.expires_at > %s)"
-    )
-    return sql, [*namespace_ids, ceiling, db_datetime(now), db_datetime(now)]
+    reach, params = reachable_sql("m", ceiling=ceiling, now=now, statuses=None)
+    return f"m.namespace_id IN ({marks}) AND {reach}", [*namespace_ids, *params]
 
 
 def _danger_zone(scope: Scope, namespace, limit: int, now: datetime) -> list[tuple[Memory, float]]:

@@ -28,6 +28,7 @@ from memories.models.memories import (
     Memory,
     MemoryEvent,
     MemoryQuerySet,
+    reachable_sql,
 )
 from memories.models.graph import Association, Entity, Relation, RelationQuerySet
 from memories.models.sketches import MemorySketch
@@ -73,4 +74,5 @@ __all__ = [
     "WebhookSubscriptionQuerySet",
     "derived_level",
     "quotes_hidden",
+    "reachable_sql",
 ]

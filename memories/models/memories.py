@@ -285,6 +285,26 @@ class Memory(models.Model):
 LIVE_STATUSES = (Memory.Status.ACTIVE.value, Memory.Status.PROMOTED.value)
 
 
+def reachable_sql(
+    alias: str, *, ceiling: int, now, statuses: tuple[str, ...] | None = LIVE_STATUSES
+) -> tuple[str, list]:
+    """The WHERE fragment (memories under `alias`) and its parameters of raw statements on
+    the hot paths: at or below `ceiling`, current (MemoryQuerySet.current) and unexpired
+    (MemoryQuerySet.unexpired) at `now`, in `statuses` (None: any). The one SQL form of
+    those rules; tests/memories/test_reachable_sql.py holds it to the querysets."""
+    at = connection.ops.adapt_datetimefield_value(now)
+    sql = (
+        f"{alias}.classification <= %s "
+        f"AND ({alias}.valid_until IS NULL OR {alias}.valid_until > %s) "
+        f"AND ({alias}.expires_at IS NULL OR {alias}.expires_at > %s)"
+    )
+    params: list = [ceiling, at, at]
+    if statuses:
+        sql += f" AND {alias}.status IN ({', '.join(['%s'] * len(statuses))})"
+        params += list(statuses)
+    return sql, params
+
+
 class MemoryEvent(models.Model):
     """History: one row per change to a memory, kept after the memory is purged."""
 

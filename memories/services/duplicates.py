@@ -3,15 +3,17 @@ memory that holds it (memories.services.memories uses these on create and bulk c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.db.models import F, Q
+from django.db import connection
+from django.db.models import F
 from django.utils import timezone
 
-from config.db import lock_keys
+from config.db import is_postgres, lock_keys
 from memories.bulk import insert_rows
-from memories.models import LIVE_STATUSES, Memory, MemoryEvent
+from memories.models import Memory, MemoryEvent, reachable_sql
 from memories.services.events import EVENT_COLUMNS
 from memories.services.uses import uses_record
 
@@ -32,25 +34,36 @@ def live_duplicates(
     content key) that is current (not superseded at `now`: a fact that stopped being true
     is no answer to a write saying it again), in one query on the index
     memory_ns_content_key."""
-    wanted: dict[int, set[str]] = {}
-    for ns, key in keys:
-        wanted.setdefault(ns, set()).add(key)
+    wanted: dict[int, list[str]] = {}
+    for ns, key in sorted(set(keys)):
+        wanted.setdefault(ns, []).append(key)
     if not wanted:
         return {}
-    match = Q()
+    # Raw SQL: a create looks up its text on every call, and nearly always finds nothing;
+    # the ORM took 1.7 ms of the 1.9 a look-up cost (compiling), this takes 0.2. The rows
+    # found, if any, are read by the ORM. One probe of memory_ns_content_key a namespace.
+    reach, params = reachable_sql("m", ceiling=ceiling, now=now or timezone.now())
+    table = connection.ops.quote_name(Memory._meta.db_table)
+    keys_in = "= ANY(%s)" if is_postgres() else "IN (SELECT value FROM json_each(%s))"
+    probes, probe_params = [], []
     for ns, ns_keys in wanted.items():
-        match |= Q(namespace_id=ns, content_key__in=sorted(ns_keys))
-    found: dict[tuple[int, str], Memory] = {}
-    now = now or timezone.now()
-    candidates = (
-        Memory.objects.filter(match, status__in=LIVE_STATUSES, classification__lte=ceiling)
-        .unexpired(now)
-        .current(now)
+        probes.append(f"(m.namespace_id = %s AND m.content_key {keys_in})")
+        probe_params += [ns, ns_keys if is_postgres() else json.dumps(ns_keys)]
+    sql = (
+        f"SELECT m.id, m.namespace_id, m.content_key FROM {table} m "
+        f"WHERE ({' OR '.join(probes)}) AND {reach} ORDER BY m.id"
     )
-    candidates = candidates.select_related("namespace").order_by("-id")
-    for memory in candidates:  # the oldest last, so it stays
-        found[(memory.namespace_id, memory.content_key)] = memory
-    return found
+    oldest: dict[tuple[int, str], int] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*probe_params, *params])
+        for pk, ns, key in cursor.fetchall():
+            oldest.setdefault((ns, key), pk)
+    if not oldest:
+        return {}
+    return {
+        (memory.namespace_id, memory.content_key): memory
+        for memory in Memory.objects.select_related("namespace").filter(pk__in=oldest.values())
+    }
 
 
 def count_duplicate_uses(uses: dict[Memory, int], *, actor, source: str) -> None:

@@ -44,6 +44,7 @@ from memories.models import (
     MemoryEvent,
     MemorySketch,
     Namespace,
+    reachable_sql,
 )
 from memories.near_duplicates import Shape, shape, similarity, sketch_keys_many
 from memories.services.events import memory_event_record
@@ -165,13 +166,7 @@ def _stored_candidates(
     pairs = [(key, index) for index in indexes for key in marks[index].keys]
     qn = connection.ops.quote_name
     sketch, memory = qn(MemorySketch._meta.db_table), qn(Memory._meta.db_table)
-    at = connection.ops.adapt_datetimefield_value(now)
-    live = (
-        "m.status IN (%s, %s) AND m.classification <= %s "
-        "AND (m.valid_until IS NULL OR m.valid_until > %s) "
-        "AND (m.expires_at IS NULL OR m.expires_at > %s)"
-    )
-    live_params = [*LIVE_STATUSES, ceiling, at, at]
+    live, live_params = reachable_sql("m", ceiling=ceiling, now=now)
     # The sketch rows first, materialised: with the memories' statistics out of date (a
     # namespace filling fast) PostgreSQL otherwise started from the memories and read the
     # namespace's whole sketch once for each, minutes at 100,000 memories.
