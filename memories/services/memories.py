@@ -4,6 +4,7 @@ and promote. Every write is atomic, keyword-only and records a history event."""
 from __future__ import annotations
 
 import copy
+import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -108,8 +109,15 @@ def memory_validate(memory: Memory, fields: Iterable[str] | None = None) -> None
         raise ValidationError({"valid_until": "Must not be before valid_from."})
     if fields is None:
         memory.full_clean(exclude=["namespace", *DERIVED_FIELDS], validate_constraints=False)
-    elif names := set(fields):
-        memory.clean_fields(exclude=[f.name for f in Memory._meta.fields if f.name not in names])
+    elif names := frozenset(fields):
+        memory.clean_fields(exclude=_all_but(names))
+
+
+@functools.cache
+def _all_but(names: frozenset[str]) -> frozenset[str]:
+    """The model's fields not in `names`, as a set: clean_fields tests every field against
+    it (a list cost a scan per field, per memory of a bulk)."""
+    return frozenset(f.name for f in Memory._meta.fields if f.name not in names)
 
 
 def memory_build(
@@ -532,35 +540,48 @@ def memory_bulk_create(
     originals: dict[tuple[int, str], Memory] = live_duplicates(
         [key for key in keys if key], ceiling=dedupe_ceiling
     )
-    fresh: list[int] = []  # indexes of the items that are new texts
-    for index, item in enumerate(items):
-        try:
-            fields = {k: v for k, v in item.items() if k != "supersedes"}
-            memory = memory_build(**fields, prevalidated=prevalidated)
-        except ValidationError as exc:
-            if hasattr(exc, "error_dict"):
-                for field, messages in exc.message_dict.items():
-                    errors[f"{index}.{field}"] = messages
-            else:
-                errors[str(index)] = exc.messages
-            continue
-        if errors:
-            continue
-        key = keys[index] and (memory.namespace_id, memory.content_key)
-        if key and key in originals:
-            answers[index] = originals[key]
-            continue
-        answers[index] = own[index] = memory
-        if key:
-            originals[key] = memory
-        fresh.append(index)
-    if errors:
-        raise ValidationError(errors)
-    built, links = _near_duplicates(fresh, answers, own, ceiling=dedupe_ceiling)
-    with writer(Memory, ids=True, expected=len(built)) as write:
-        for start in range(0, len(built), BULK_CHUNK):
-            write(built[start : start + BULK_CHUNK])
-    links()
+    streamed: list[Memory] = []  # new texts written as they are built
+    held: list[Memory] = []  # new texts to compare first (namespaces refusing near-duplicates)
+    chunk: list[Memory] = []
+    # Memories stream into the COPY a chunk at a time while the next are built, so the
+    # server indexes one chunk while this process derives the next (nothing in the loop
+    # may query: the connection is busy with the COPY until the block ends).
+    with writer(Memory, ids=True, expected=len(items)) as write:
+        for index, item in enumerate(items):
+            try:
+                fields = {k: v for k, v in item.items() if k != "supersedes"}
+                memory = memory_build(**fields, prevalidated=prevalidated)
+            except ValidationError as exc:
+                if hasattr(exc, "error_dict"):
+                    for field, messages in exc.message_dict.items():
+                        errors[f"{index}.{field}"] = messages
+                else:
+                    errors[str(index)] = exc.messages
+                continue
+            if errors:
+                continue
+            key = keys[index] and (memory.namespace_id, memory.content_key)
+            if key and key in originals:
+                answers[index] = originals[key]
+                continue
+            answers[index] = own[index] = memory
+            if key:
+                originals[key] = memory
+            if refuses(memory.namespace):
+                held.append(memory)
+                continue
+            chunk.append(memory)
+            if len(chunk) == BULK_CHUNK:
+                write(chunk)
+                streamed += chunk
+                chunk = []
+        if errors:  # the COPY is aborted and what it sent undone
+            raise ValidationError(errors)
+        if chunk:
+            write(chunk)
+            streamed += chunk
+    near_index_later(streamed, ceiling=dedupe_ceiling)
+    built = [*streamed, *_near_duplicates(held, answers, ceiling=dedupe_ceiling)]
     if linked:
         session_links_create(memory.pk for memory in built if memory.session_id)
     _events_and_announce(built, created_event_rows(built, actor, source))
@@ -594,15 +615,14 @@ def memory_bulk_create(
 
 
 def _near_duplicates(
-    fresh: list[int], answers: list[Memory | None], own: list[Memory | None], *, ceiling: int
-):
+    memories: list[Memory], answers: list[Memory | None], *, ceiling: int
+) -> list[Memory]:
     """Compare the new texts of a bulk create in namespaces that refuse near-duplicates
     with what is stored and with each other (memories.services.near_duplicates): an item
     that is one is answered by the memory it resembles most (`answers` is updated). The
-    memories to write are returned, with a function that writes the compared ones'
-    sketches once they are saved and hands the others to the worker (near_index_later)."""
-    later = [own[index] for index in fresh if not refuses(own[index].namespace)]
-    memories = [own[index] for index in fresh if refuses(own[index].namespace)]
+    others are written with their sketches, and returned."""
+    if not memories:
+        return []
     marks = sketches(memories)
     matches = near_matches(memories, marks, ceiling=ceiling, now=timezone.now())
     stored_ids = {-target for found in matches for target, _ in found if target < 0}
@@ -622,15 +642,9 @@ def _near_duplicates(
         if answer is not None and id(answer) in redirect:
             answers[index] = redirect[id(answer)]
     compared = [memories[n] for n in kept]
-
-    def links() -> None:
-        near_index_later(later, ceiling=ceiling)
-        if not compared:
-            return
-        sketches_insert(compared, [marks[n] for n in kept])
-
-    writes = {id(memory) for memory in [*later, *compared]}
-    return [own[index] for index in fresh if id(own[index]) in writes], links
+    insert_new(compared, ids=True)
+    sketches_insert(compared, [marks[n] for n in kept])
+    return compared
 
 
 @transaction.atomic
