@@ -46,3 +46,25 @@ def lock_keys(keys: Iterable[str], conn: Any = None) -> None:
             "FROM (SELECT k FROM unnest(%s::text[]) AS k ORDER BY k OFFSET 0) AS ordered",
             [ordered],
         )
+
+
+def foreign_key_indexes(fields: Iterable[tuple[str, str]], *, drop: bool):
+    """A migration's RunPython function that drops (or, `drop` False, creates) the index
+    Django gives each foreign key (`app_label.Model`, field name), by the name Django gives
+    it, with plain SQL: an index change through AlterField makes SQLite copy the whole table,
+    which would lose the triggers the search tables hang on."""
+
+    def run(apps, schema_editor) -> None:
+        qn = schema_editor.quote_name
+        for label, name in fields:
+            opts = apps.get_model(label)._meta
+            column = opts.get_field(name).column
+            index = schema_editor._create_index_name(opts.db_table, [column], suffix="")
+            if drop:
+                schema_editor.execute(f"DROP INDEX IF EXISTS {qn(index)}")
+            else:
+                schema_editor.execute(
+                    f"CREATE INDEX IF NOT EXISTS {qn(index)} ON {qn(opts.db_table)} ({qn(column)})"
+                )
+
+    return run

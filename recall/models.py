@@ -19,7 +19,10 @@ from memories.models import ApiToken, Memory, Namespace
 
 
 class RecallEvent(models.Model):
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="recalls")
+    # Indexed by recall_ns_created, which leads with it.
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.CASCADE, related_name="recalls", db_index=False
+    )
     token = models.ForeignKey(ApiToken, on_delete=models.SET_NULL, null=True, blank=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True

@@ -56,8 +56,11 @@ class Card(models.Model):
     """The scheduling state of one reviewable memory. A deck is the memory's topic."""
 
     memory = models.OneToOneField(Memory, on_delete=models.CASCADE, related_name="card")
-    # Denormalised from memory.namespace so the due queue is one index range scan.
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="cards")
+    # Denormalised from memory.namespace so the due queue is one index range scan; indexed
+    # by the indexes in Meta, which lead with it.
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.CASCADE, related_name="cards", db_index=False
+    )
     scheduler = models.CharField(
         max_length=10,
         choices=Namespace.SchedulerKind.choices,
@@ -156,8 +159,11 @@ class ReviewLog(models.Model):
         NORMAL = "normal", "Normal"
         CRAM = "cram", "Cram"
 
-    card = models.ForeignKey(Card, on_delete=models.CASCADE, related_name="logs")
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="review_logs")
+    # Both indexed by the indexes in Meta, which lead with them.
+    card = models.ForeignKey(Card, on_delete=models.CASCADE, related_name="logs", db_index=False)
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.CASCADE, related_name="review_logs", db_index=False
+    )
     grade = models.PositiveSmallIntegerField()
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.HUMAN)
     mode = models.CharField(max_length=6, choices=Mode.choices, default=Mode.NORMAL)
@@ -212,8 +218,9 @@ class StudySession(models.Model):
         ACTIVE = "active", "Active"
         FINISHED = "finished", "Finished"
 
+    # Indexed by session_ns_user_status, which leads with it.
     namespace = models.ForeignKey(
-        Namespace, on_delete=models.CASCADE, related_name="study_sessions"
+        Namespace, on_delete=models.CASCADE, related_name="study_sessions", db_index=False
     )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -251,7 +258,10 @@ class StudySession(models.Model):
 class StudySessionItem(models.Model):
     """One card in a session, in show order, with what the person answered."""
 
-    session = models.ForeignKey(StudySession, on_delete=models.CASCADE, related_name="items")
+    # Indexed by session_item_next, which leads with it.
+    session = models.ForeignKey(
+        StudySession, on_delete=models.CASCADE, related_name="items", db_index=False
+    )
     card = models.ForeignKey(Card, on_delete=models.CASCADE, related_name="session_items")
     # Show order; a card graded below 4 in a study session moves behind the last one, an
     # undone grade brings its card back in front (hence signed).

@@ -34,7 +34,10 @@ class MemoryUse(models.Model):
     restarted. Kept DECAY_FIT_HISTORY_DAYS (the sweep prunes older rows); no foreign key
     to the memory, so a purged memory's uses still describe the namespace's past."""
 
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="+")
+    # Indexed by memoryuse_ns_used, which leads with it.
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     memory_ref = models.BigIntegerField()
     used_at = models.DateTimeField(validators=[validate_datetime])
     # The memory's use_count after this use (1 for its first).
@@ -55,7 +58,10 @@ class DecayFit(models.Model):
         SCHEDULE = "schedule", "Scheduled"
         REQUEST = "request", "Asked for"
 
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="decay_fits")
+    # Indexed by decayfit_ns_created, which leads with it.
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.CASCADE, related_name="decay_fits", db_index=False
+    )
     created_at = models.DateTimeField(validators=[validate_datetime])
     trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.SCHEDULE)
     # The fitted parameters (a model's unused ones keep the defaults) and the use rate a

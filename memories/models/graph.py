@@ -17,8 +17,13 @@ class Association(models.Model):
     """A weighted link between two memories of one namespace (seed 001's association)."""
 
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="associations")
-    source = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_out")
-    target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_in")
+    # Indexed by association_unique_pair and association_target (no index of their own).
+    source = models.ForeignKey(
+        Memory, on_delete=models.CASCADE, related_name="links_out", db_index=False
+    )
+    target = models.ForeignKey(
+        Memory, on_delete=models.CASCADE, related_name="links_in", db_index=False
+    )
     weight = models.FloatField(
         default=0.5, validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
@@ -82,7 +87,10 @@ class Relation(models.Model):
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="relations")
     subject = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="relations_out")
     predicate = models.CharField(max_length=100)
-    object = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="relations_in")
+    # Indexed by relation_object.
+    object = models.ForeignKey(
+        Entity, on_delete=models.CASCADE, related_name="relations_in", db_index=False
+    )
     memory = models.ForeignKey(
         Memory, on_delete=models.SET_NULL, null=True, blank=True, related_name="relations"
     )

@@ -42,7 +42,10 @@ class WebhookSubscription(models.Model):
     nothing above it is ever sent.
     """
 
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="webhooks")
+    # Indexed by webhook_ns_enabled, which leads with it.
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.CASCADE, related_name="webhooks", db_index=False
+    )
     url = models.URLField(max_length=2000)
     description = models.CharField(max_length=200, blank=True)
     events = models.JSONField(default=list, help_text="Event types sent, e.g. memory.created.")
@@ -84,8 +87,9 @@ class WebhookDelivery(models.Model):
         DELIVERED = "delivered", "Delivered"
         FAILED = "failed", "Failed"
 
+    # Indexed by delivery_sub_status, which leads with it.
     subscription = models.ForeignKey(
-        WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries"
+        WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries", db_index=False
     )
     namespace = models.ForeignKey(
         Namespace, on_delete=models.CASCADE, related_name="webhook_deliveries"

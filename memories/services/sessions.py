@@ -73,20 +73,29 @@ def session_links_create(memory_ids: Iterable[int], *, now: datetime | None = No
             f"WHERE o.{prev} IS NOT NULL AND ({ends})"
         )
 
+    # Each written session's turns, read through the partial index memory_ns_session
+    # ("session_id <> ''" lets it apply). On PostgreSQL a LATERAL probe per session: with
+    # the statistics of a table that filled a moment ago (a session's rows estimated at
+    # one), a plain join read the whole index, every session's turns, once per write.
+    turns = pick(
+        postgres="touched t CROSS JOIN LATERAL (SELECT m.id, m.namespace_id, m.session_id, "
+        f"m.position, m.created_at FROM {memory} m "
+        "WHERE m.namespace_id = t.namespace_id AND m.session_id = t.session_id "
+        "AND m.session_id <> '') m",
+        sqlite=f"{memory} m JOIN touched t "
+        "ON t.namespace_id = m.namespace_id AND t.session_id = m.session_id "
+        "WHERE m.session_id <> ''",
+    )
     sql = f"""
     WITH new AS (SELECT m.id, m.namespace_id, m.session_id FROM {memory} m
                  WHERE m.id IN ({new_ids}) AND m.session_id <> ''),
-    touched AS (SELECT DISTINCT new.namespace_id, new.session_id FROM new
+    touched AS MATERIALIZED (SELECT DISTINCT new.namespace_id, new.session_id FROM new
                 JOIN {namespace} n ON n.id = new.namespace_id AND n.session_links),
     ordered AS (
         SELECT m.id, m.namespace_id,
             LAG(m.id, 1) OVER turns AS prev1,
             LAG(m.id, 2) OVER turns AS prev2
-        FROM {memory} m
-        JOIN touched t ON t.namespace_id = m.namespace_id AND t.session_id = m.session_id
-        -- Implied by the join; said so the partial index memory_ns_session applies (without
-        -- it PostgreSQL read every memory of the table once per session written to).
-        WHERE m.session_id <> ''
+        FROM {turns}
         WINDOW turns AS (
             PARTITION BY m.namespace_id, m.session_id
             ORDER BY CASE WHEN m.position IS NULL THEN 1 ELSE 0 END, m.position,
