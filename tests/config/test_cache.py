@@ -56,3 +56,13 @@ def test_writes_inside_a_transaction_belong_to_it(cache_table):
     with transaction.atomic():
         cache.set("kept", "y")
     assert cache.get("kept") == "y"
+
+
+@pytest.mark.django_db
+def test_a_thousand_live_keys_all_stay(cache_table):
+    """Each key a throttle counter of its own token: none is culled while it is live."""
+    for n in range(1000):
+        cache.set(f"throttle-{n}", n, timeout=60)
+    assert cache.get_many([f"throttle-{n}" for n in range(1000)]) == {
+        f"throttle-{n}": n for n in range(1000)
+    }
