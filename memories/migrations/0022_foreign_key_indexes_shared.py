@@ -10,7 +10,6 @@ from django.db import migrations, models
 from config.db import foreign_key_indexes
 
 FIELDS = [
-    ("memories.association", "source"),
     ("memories.association", "target"),
     ("memories.decayfit", "namespace"),
     ("memories.memory", "namespace"),
@@ -30,16 +29,6 @@ class Migration(migrations.Migration):
     operations = [
         migrations.SeparateDatabaseAndState(
             state_operations=[
-                migrations.AlterField(
-                    model_name="association",
-                    name="source",
-                    field=models.ForeignKey(
-                        db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="links_out",
-                        to="memories.memory",
-                    ),
-                ),
                 migrations.AlterField(
                     model_name="association",
                     name="target",
