@@ -194,6 +194,29 @@ def insert_rows(
     return _write(connection, model, fields, prepared, ids=ids)
 
 
+def update_rows(model: type[models.Model], columns: Sequence[str], objs: Sequence[models.Model]):
+    """UPDATE each instance's `columns` (field names) by primary key, prepared as insert_rows
+    prepares its values: one executemany, which psycopg sends as one pipeline on PostgreSQL.
+
+    For a handful to a few hundred rows of different values, where `bulk_update` spends
+    milliseconds building a CASE expression per column in Python. Sends no signals.
+    """
+    if not objs:
+        return
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    opts = model._meta
+    fields = [opts.get_field(name) for name in columns]
+    rows = [[getattr(obj, field.attname) for field in fields] for obj in objs]
+    assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = %s" for field in fields)
+    pk = connection.ops.quote_name(opts.pk.column)
+    sql = f"UPDATE {connection.ops.quote_name(opts.db_table)} SET {assignments} WHERE {pk} = %s"
+    prepared = _prepare(fields, rows, connection)
+    params = [[*values, obj.pk] for values, obj in zip(prepared, objs, strict=True)]
+    with transaction.atomic(using=alias, savepoint=False), connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
 def _reserve_ids(cursor, opts, count: int) -> list[int]:
     """`count` new ids from the table's sequence, ascending."""
     cursor.execute(

@@ -17,10 +17,9 @@ from typing import Any
 from memories import hooks
 from memories.models import Memory
 from review.bulk_actions import REVIEW_BULK_ACTIONS
-from review.models import Card
 from review.services import (
-    card_grade_implicit,
     cards_create_for_new_memories,
+    cards_grade_implicit,
     implicit_review_settings,
 )
 from review.transfer import CardsTransferPart
@@ -36,9 +35,7 @@ def implicit_reviews_for_recalled(
     """Seed 000 via issue 7: an agent's successful recall of a due memory is a review."""
     if token is None or not memory_ids or not implicit_review_settings().enabled:
         return
-    due = Card.objects.filter(memory_id__in=memory_ids, next_review__lte=now)
-    for card in due.select_related("memory__namespace"):
-        card_grade_implicit(memory=card.memory)
+    cards_grade_implicit(memory_ids=memory_ids, now=now)
 
 
 def connect() -> None:

@@ -42,6 +42,7 @@ from review.services.grading import (
     card_grade,
     card_grade_implicit,
     card_undo,
+    cards_grade_implicit,
     grade_quality,
     implicit_review_settings,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "cards_bury",
     "cards_create_for_namespace",
     "cards_create_for_new_memories",
+    "cards_grade_implicit",
     "cards_suspend",
     "cards_unbury",
     "cards_unsuspend",

@@ -18,8 +18,10 @@ from django.db import transaction
 from django.db.models import Min
 from django.utils import timezone
 
+from memories.bulk import update_rows
 from memories.models import LIVE_STATUSES, Memory, MemoryEvent
 from memories.services import memory_event_record, memory_touch
+from memories.services.webhooks import memory_events_announce
 from review.models import (
     CARD_STATE_FIELDS,
     MAX_DURATION_MS,
@@ -160,27 +162,7 @@ def card_grade(
         if current.version != expected:
             raise _conflict(current.pk)
         before = _snapshot(current)
-        state = scheduler_for(current.namespace).grade(card_state(current), quality, now=now)
-        passed = quality >= PASSING_QUALITY
-        changes = {
-            "scheduler": current.namespace.scheduler,
-            "easiness": state.easiness,
-            "interval_days": state.interval_days,
-            "repetitions": state.repetitions,
-            "next_review": state.next_review,
-            "last_quality": quality,
-            "last_reviewed_at": now,
-            "fsrs_state": state.fsrs,
-            "total_reviews": current.total_reviews + 1,
-            "correct_reviews": current.correct_reviews + int(passed),
-            "first_reviewed_at": current.first_reviewed_at or now,
-            "version": expected + 1,
-        }
-        if source == ReviewLog.Source.HUMAN and not passed and current.repetitions > 0:
-            changes["lapses"] = current.lapses + 1
-            if changes["lapses"] >= current.namespace.leech_threshold and not current.leech:
-                changes["leech"] = True
-                changes["suspended_at"] = current.suspended_at or now
+        changes = _graded(current, quality, source, now)
         # The version in the WHERE clause is the guard: of two grades that read the same
         # version, the second one's UPDATE matches no row (on PostgreSQL it waits for the
         # first to commit, then re-checks the row and finds the new version).
@@ -195,29 +177,14 @@ def card_grade(
         Memory.objects.filter(pk=memory.pk).update(utility=memory.utility)
         before["utility"], after["utility"] = utility_before, memory.utility
 
-        log = ReviewLog.objects.create(
-            card=current,
-            namespace_id=current.namespace_id,
-            grade=quality,
-            source=source,
-            mode=ReviewLog.Mode.NORMAL,
-            state_before=before,
-            state_after=after,
-            user=user,
-            session=session,
-            reviewed_at=now,
-            duration_ms=duration_ms,
-        )
+        log = _review_log(current, quality, source, before, after, now, user=user)
+        log.session, log.duration_ms = session, duration_ms
+        log.save(force_insert=True)
         memory_event_record(
             memory=memory,
             kind=MemoryEvent.Kind.GRADED,
             before={"utility": utility_before, "next_review": before["next_review"]},
-            after={
-                "utility": memory.utility,
-                "next_review": after["next_review"],
-                "grade": quality,
-                "review_log": log.pk,
-            },
+            after=_graded_event_after(log, after),
             actor=user,
             source=source,
             now=now,
@@ -225,10 +192,73 @@ def card_grade(
         # An implicit grade comes from a recall, which already counts as a use.
         # Only a person's review is a use (seed 003's touch): an agent's recall already
         # counted as one, and the simulated worker must not keep memories from decaying.
-        if settings.AUTO_REINFORCE and passed and source == ReviewLog.Source.HUMAN:
+        if settings.AUTO_REINFORCE and _passed(quality) and source == ReviewLog.Source.HUMAN:
             memory_touch(memory=memory, actor=user, source=source, now=now)
     _assign(card, {name: getattr(current, name) for name in CARD_STATE_FIELDS})
     return log
+
+
+def _passed(quality: int) -> bool:
+    return quality >= PASSING_QUALITY
+
+
+def _graded(current: Card, quality: int, source: str, now: datetime) -> dict[str, Any]:
+    """The card's new values after one grade (the namespace's scheduler, counters, version;
+    a person's lapse and leech), not yet written: one rule for card_grade and the implicit
+    grades of a recall."""
+    state = scheduler_for(current.namespace).grade(card_state(current), quality, now=now)
+    changes = {
+        "scheduler": current.namespace.scheduler,
+        "easiness": state.easiness,
+        "interval_days": state.interval_days,
+        "repetitions": state.repetitions,
+        "next_review": state.next_review,
+        "last_quality": quality,
+        "last_reviewed_at": now,
+        "fsrs_state": state.fsrs,
+        "total_reviews": current.total_reviews + 1,
+        "correct_reviews": current.correct_reviews + int(_passed(quality)),
+        "first_reviewed_at": current.first_reviewed_at or now,
+        "version": current.version + 1,
+    }
+    if source == ReviewLog.Source.HUMAN and not _passed(quality) and current.repetitions > 0:
+        changes["lapses"] = current.lapses + 1
+        if changes["lapses"] >= current.namespace.leech_threshold and not current.leech:
+            changes["leech"] = True
+            changes["suspended_at"] = current.suspended_at or now
+    return changes
+
+
+def _review_log(
+    card: Card,
+    quality: int,
+    source: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    now: datetime,
+    *,
+    user: Any = None,
+) -> ReviewLog:
+    return ReviewLog(
+        card=card,
+        namespace_id=card.namespace_id,
+        grade=quality,
+        source=source,
+        mode=ReviewLog.Mode.NORMAL,
+        state_before=before,
+        state_after=after,
+        user=user,
+        reviewed_at=now,
+    )
+
+
+def _graded_event_after(log: ReviewLog, after: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "utility": after["utility"],
+        "next_review": after["next_review"],
+        "grade": log.grade,
+        "review_log": log.pk,
+    }
 
 
 def _conflict(card_id: int) -> GradeConflict:
@@ -334,19 +364,95 @@ def card_grade_implicit(*, memory: Memory, now: datetime | None = None) -> Revie
     """Count an agent's successful recall of a due memory as a review (source implicit).
 
     Returns None, changing nothing, when implicit reviews are off, the memory has no card,
-    is not live, is not due, or a concurrent grade got there first.
+    is not live, is not due, or a concurrent grade holds the card.
+    """
+    logs = cards_grade_implicit(memory_ids=[memory.pk], now=now)
+    return logs[0] if logs else None
+
+
+def cards_grade_implicit(*, memory_ids: list[int], now: datetime | None = None) -> list[ReviewLog]:
+    """card_grade_implicit for every due card of memory_ids, set-based (a tracked recall
+    grades up to its limit of cards): one locking read of the due cards of live memories,
+    then one write each for the cards, the memories' utility, the review logs and the
+    history events, whatever the number of cards. The same rule as card_grade (_graded).
+
+    A card another grade holds at that moment (PostgreSQL's row lock) is skipped: that
+    grade makes it not due, as card_grade_implicit's GradeConflict used to.
     """
     options = implicit_review_settings()
-    if not options.enabled:
-        return None
+    if not options.enabled or not memory_ids:
+        return []
     now = now or timezone.now()
-    card = Card.objects.filter(memory_id=memory.pk, memory__status__in=LIVE_STATUSES).first()
-    if card is None or not card.is_due(now):
-        return None
-    try:
-        return card_grade(
-            card=card, grade=options.quality, source=ReviewLog.Source.IMPLICIT, now=now
+    quality = options.quality
+    source = ReviewLog.Source.IMPLICIT
+    with transaction.atomic():
+        due = (
+            Card.objects.select_related("namespace")
+            .filter(
+                memory_id__in=memory_ids,
+                memory__status__in=LIVE_STATUSES,
+                next_review__isnull=False,
+                next_review__lte=now,
+            )
+            # Locks taken in id order, so two recalls of overlapping cards cannot deadlock.
+            .order_by("pk")
+            .select_for_update(of=("self",), skip_locked=True)
         )
-    except GradeConflict:
-        # Someone graded it a moment ago: it is no longer due, so there is nothing to add.
-        return None
+        cards = list(due)
+        if not cards:
+            return []
+        memories = Memory.objects.in_bulk([card.memory_id for card in cards], field_name="pk")
+        befores, afters = [], []
+        for card in cards:
+            before = _snapshot(card)
+            _assign(card, _graded(card, quality, source, now))
+            after = _snapshot(card)
+            memory = memories[card.memory_id]
+            before["utility"] = memory.utility
+            memory.utility = after["utility"] = adjust_utility(memory.utility, quality)
+            befores.append(before)
+            afters.append(after)
+        update_rows(Card, _GRADED_FIELDS, cards)
+        update_rows(Memory, ["utility"], list(memories.values()))
+        logs = ReviewLog.objects.bulk_create(
+            [
+                _review_log(card, quality, source, before, after, now)
+                for card, before, after in zip(cards, befores, afters, strict=True)
+            ]
+        )
+        events = MemoryEvent.objects.bulk_create(
+            [
+                MemoryEvent(
+                    namespace_id=card.namespace_id,
+                    memory_id=card.memory_id,
+                    memory_ref=card.memory_id,
+                    kind=MemoryEvent.Kind.GRADED,
+                    before={"utility": before["utility"], "next_review": before["next_review"]},
+                    after=_graded_event_after(log, after),
+                    actor=None,
+                    source=source,
+                    classification=memories[card.memory_id].classification,
+                    created_at=now,
+                )
+                for card, before, after, log in zip(cards, befores, afters, logs, strict=True)
+            ]
+        )
+        memory_events_announce(events)
+    return logs
+
+
+# What _graded may change on a card that is not a person's (no lapse, no leech).
+_GRADED_FIELDS = [
+    "scheduler",
+    "easiness",
+    "interval_days",
+    "repetitions",
+    "next_review",
+    "last_quality",
+    "last_reviewed_at",
+    "fsrs_state",
+    "total_reviews",
+    "correct_reviews",
+    "first_reviewed_at",
+    "version",
+]

@@ -230,3 +230,27 @@ def test_an_insert_without_a_callers_transaction_is_still_all_or_nothing(user):
         write(memories[:30])
         write(memories[30:])
     assert not Memory.objects.filter(namespace=namespace).exists()
+
+
+def test_update_rows_writes_what_save_would_for_each_row(namespace):
+    memories = [services.memory_create(namespace=namespace, content=f"row {n}") for n in range(3)]
+    cards = list(Card.objects.filter(memory__in=memories).order_by("pk"))
+    when = timezone.now() + timedelta(days=2)
+    for n, card in enumerate(cards):
+        card.fsrs_state = {"stability": 1.5 + n, "difficulty": 5.0} if n else None
+        card.next_review = when + timedelta(hours=n)
+        card.easiness, card.version = 2.5 - n / 10, 7 + n
+    untouched = Card.objects.get(pk=cards[-1].pk)
+    changed = cards[:-1]
+
+    bulk.update_rows(Card, ["fsrs_state", "next_review", "easiness", "version"], changed)
+
+    for card in changed:
+        stored = Card.objects.get(pk=card.pk)
+        assert (stored.fsrs_state, stored.next_review, stored.easiness, stored.version) == (
+            card.fsrs_state,
+            card.next_review,
+            card.easiness,
+            card.version,
+        )
+    assert Card.objects.get(pk=untouched.pk).version == untouched.version

@@ -130,6 +130,59 @@ def test_a_recall_of_a_due_memory_counts_as_an_implicit_review(user, namespace, 
     assert card.next_review > timezone.now()
 
 
+def _tracked_recall(api, secret: str, query: str) -> tuple[dict, int]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        response = api(secret).post("/api/v1/recall", {"query": query}, format="json")
+    assert response.status_code == 200
+    return response.json(), len(captured.captured_queries)
+
+
+def test_a_tracked_recall_grades_its_due_memories_in_a_fixed_number_of_statements(
+    user, namespace, make_token, api
+):
+    _, secret = make_token(user, namespaces=[namespace])
+    yesterday = timezone.now() - timedelta(days=1)
+
+    def due_memories(word: str, count: int) -> list[Memory]:
+        made = [
+            services.memory_create(namespace=namespace, content=f"{word} ferry timetable {n}")
+            for n in range(count)
+        ]
+        Card.objects.filter(memory__in=made).update(
+            next_review=yesterday, repetitions=1, interval_days=1
+        )
+        return made
+
+    one = due_memories("Quay", 1)
+    _tracked_recall(api, secret, "warm up")  # the token's first use writes last_used_at
+    _, statements_for_one = _tracked_recall(api, secret, "quay ferry")
+    many = due_memories("Pier", 6)
+    body, statements_for_six = _tracked_recall(api, secret, "pier ferry")
+
+    assert {hit["memory_id"] for hit in body["results"]} >= {m.pk for m in many}
+    assert statements_for_six == statements_for_one
+    for memory in [*one, *many]:
+        log = ReviewLog.objects.get(card__memory=memory)
+        assert (log.source, log.grade, log.state_after["version"]) == ("implicit", 4, 1)
+        card = Card.objects.get(memory=memory)
+        assert (card.version, card.total_reviews, card.correct_reviews) == (1, 1, 1)
+        assert card.next_review > timezone.now()
+        event = memory.events.get(kind="graded")
+        assert event.after["review_log"] == log.pk
+        assert event.before["utility"] == log.state_before["utility"]
+        assert (
+            event.after["utility"]
+            == log.state_after["utility"]
+            == Memory.objects.get(pk=memory.pk).utility
+        )
+    # Graded once: no longer due, so a second recall adds no review.
+    _tracked_recall(api, secret, "pier ferry")
+    assert ReviewLog.objects.filter(card__memory__in=many).count() == 6
+
+
 def _recall_queries(api, secret: str, query: str) -> int:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext

@@ -15,7 +15,7 @@ from config.db import is_postgres
 from memories import services as memory_services
 from memories.models import Memory
 from review.models import Card, ReviewLog
-from review.services import GradeConflict, card_ensure, card_grade
+from review.services import GradeConflict, card_ensure, card_grade, cards_grade_implicit
 from tests.review.conftest import NOW, requires_postgresql
 
 pytestmark = [requires_postgresql, pytest.mark.django_db(transaction=True)]
@@ -121,3 +121,31 @@ def test_it_serialises_many_graders_that_reload_on_conflict():
     assert_card_matches_its_log(card.pk)
     memory = Memory.objects.get(pk=card.memory_id)
     assert 0.0 <= memory.utility <= 1.0
+
+
+def test_implicit_grades_of_one_card_from_simultaneous_recalls_apply_once():
+    """Two tracked recalls of the same due memory at once: the card is graded once (the
+    second recall either skips the locked row or finds it no longer due), and a person's
+    grade racing them still lands on the state the implicit grade left."""
+    card = make_due_card("sm2")
+    person = Card.objects.get(pk=card.pk)
+
+    results = run_together(
+        [
+            lambda: cards_grade_implicit(memory_ids=[card.memory_id], now=NOW),
+            lambda: cards_grade_implicit(memory_ids=[card.memory_id], now=NOW),
+            lambda: card_grade(card=person, grade=5, source="human", now=NOW),
+        ]
+    )
+
+    implicit = [log for result in results[:2] for log in result]
+    assert len(implicit) <= 1, results
+    logs = ReviewLog.objects.filter(card=card)
+    assert logs.filter(source="implicit").count() == len(implicit)
+    # The person's grade either won (then the card was no longer due for the recalls) or
+    # conflicted with the implicit one and changed nothing.
+    human = results[2]
+    assert isinstance(human, ReviewLog | GradeConflict), results
+    assert logs.count() == len(implicit) + isinstance(human, ReviewLog)
+    assert logs.count() >= 1
+    assert_card_matches_its_log(card.pk)
