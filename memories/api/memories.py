@@ -158,19 +158,22 @@ class MemoryBulkView(APIView):
         envelope = s.BulkCreateInput(data=request.data)
         envelope.is_valid(raise_exception=True)
         default_ns = envelope.validated_data.get("namespace")
-        namespaces = {ns.slug: ns for ns in scope.namespaces()}
-        items: list[dict[str, Any]] = []
         errors: dict[str, Any] = {}
+        validated: list[tuple[int, dict[str, Any]]] = []
         for index, raw in enumerate(envelope.validated_data["memories"]):
             raw = dict(raw)
             raw.setdefault("namespace", default_ns)
             try:
                 # One serializer for every item: a new one per item would deep-copy its
                 # twenty declared fields each time, more work than the validation itself.
-                fields = s.validate_memory_input(raw)
+                validated.append((index, s.validate_memory_input(raw)))
             except serializers.ValidationError as exc:
                 errors[str(index)] = exc.detail
-                continue
+        # Only the namespaces the items name are read: a user may own a thousand.
+        slugs = {fields["namespace"] for _, fields in validated}
+        namespaces = {ns.slug: ns for ns in scope.namespaces().filter(slug__in=slugs)}
+        items: list[dict[str, Any]] = []
+        for index, fields in validated:
             namespace = namespaces.get(fields.pop("namespace"))
             if namespace is None:
                 errors[str(index)] = {"namespace": ["No such namespace."]}
@@ -186,7 +189,8 @@ class MemoryBulkView(APIView):
                 continue
             items.append({"namespace": namespace, **fields})
         if errors:
-            raise serializers.ValidationError({"memories": errors})
+            ordered = dict(sorted(errors.items(), key=lambda item: int(item[0])))
+            raise serializers.ValidationError({"memories": ordered})
         try:
             created = services.memory_bulk_create(
                 items=items,

@@ -130,6 +130,37 @@ def test_a_recall_of_a_due_memory_counts_as_an_implicit_review(user, namespace, 
     assert card.next_review > timezone.now()
 
 
+def test_a_recall_naming_its_namespaces_reads_only_those(user, namespace, make_token, api):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    services.memory_create(namespace=namespace, content="Lighthouse keeper schedule")
+    _, secret = make_token(user, all_namespaces=True)
+    body = {"query": "lighthouse", "namespaces": [namespace.slug], "track": False}
+    api(secret).post("/api/v1/recall", body, format="json")  # the token's first use
+
+    def recall() -> tuple[list, list[str]]:
+        with CaptureQueriesContext(connection) as captured:
+            response = api(secret).post("/api/v1/recall", body, format="json")
+        assert response.status_code == 200
+        return response.json()["results"], [q["sql"] for q in captured.captured_queries]
+
+    few_results, few = recall()
+    for n in range(30):
+        services.namespace_create(owner=user, name=f"Other {n}")
+    many_results, many = recall()
+
+    assert [hit["memory_id"] for hit in many_results] == [hit["memory_id"] for hit in few_results]
+    assert len(many) == len(few)
+    namespace_reads = [sql for sql in many if 'FROM "memories_namespace"' in sql]
+    assert namespace_reads and all(namespace.slug in sql for sql in namespace_reads)
+    # An unknown slug among them is still named, and nothing is recalled.
+    body["namespaces"] = [namespace.slug, "other-0", "nope"]
+    response = api(secret).post("/api/v1/recall", body, format="json")
+    assert response.status_code == 400
+    assert "nope" in str(response.json()) and "other-0" not in str(response.json())
+
+
 def _tracked_recall(api, secret: str, query: str) -> tuple[dict, int]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext

@@ -234,6 +234,39 @@ def test_bulk_create_is_all_or_nothing_with_per_item_errors(writer, namespace, n
     assert all(m.search_text.startswith("fact") for m in Memory.objects.all())
 
 
+def test_bulk_reads_only_the_namespaces_its_items_name(
+    user, namespace, make_token, api, nothing_written
+):
+    other = services.namespace_create(owner=user, name="Second")
+    for n in range(20):
+        services.namespace_create(owner=user, name=f"Unnamed {n}")
+    writer = api(make_token(user, all_namespaces=True)[1])
+    payload = {
+        "namespace": namespace.slug,
+        "memories": [
+            {"content": "default namespace"},
+            {"content": "the other one", "namespace": other.slug},
+            {"content": ""},
+            {"content": "nowhere", "namespace": "no-such-namespace"},
+        ],
+    }
+    with nothing_written():
+        refused = writer.post("/api/v1/memories/bulk", payload, format="json")
+    assert refused.status_code == 400
+    fields = refused.json()["error"]["fields"]["memories"]
+    assert list(fields) == ["2", "3"]  # in item order, whichever check refused them
+    assert "content" in fields["2"] and "namespace" in fields["3"]
+
+    payload["memories"] = payload["memories"][:2]
+    with CaptureQueriesContext(connection) as ctx:
+        response = writer.post("/api/v1/memories/bulk", payload, format="json")
+    assert response.status_code == 201
+    assert [m["namespace"] for m in response.json()] == [namespace.slug, other.slug]
+    reads = [q["sql"] for q in ctx.captured_queries if 'FROM "memories_namespace"' in q["sql"]]
+    # The namespaces are read by the slugs named, not all twenty-two of the user's.
+    assert any(f"'{other.slug}'" in sql and f"'{namespace.slug}'" in sql for sql in reads)
+
+
 def test_bulk_reports_the_services_item_errors_by_index_and_field(
     writer, namespace, monkeypatch, nothing_written
 ):
