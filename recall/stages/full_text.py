@@ -145,6 +145,13 @@ def document_frequencies(
         live = [term for term in terms if term not in known]
         if not live and size is not None:
             return {term: known[term] for term in terms}, size
+        if size is None:
+            # No statistics: a namespace below RECALL_TERM_STATS_MIN_MEMORIES (n_cap), or
+            # one the worker has not counted yet. A small one is counted from its own rows.
+            scanned = _scanned_frequencies(live, filters.namespace_ids, n_cap)
+            if scanned is not None:
+                counts, size = scanned
+                return {term: min(counts[term], cap) for term in terms}, size
         ns = ", ".join(["%s"] * len(filters.namespace_ids))
         parts = [
             "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
@@ -179,6 +186,32 @@ def document_frequencies(
     df = {term: int(count) for term, count in zip(terms, counts[: len(terms)], strict=True)}
     n_docs = int(counts[len(terms)]) if len(counts) > len(terms) else 0
     return df, n_docs
+
+
+def _scanned_frequencies(
+    terms: Sequence[str], namespace_ids: Sequence[int], n_cap: int
+) -> tuple[dict[str, int], int] | None:
+    """Exact matching-row counts of terms and the collection size, read from the
+    namespaces' own rows in one pass, or None when they hold more than n_cap rows.
+
+    For a small namespace in a large table this is the cheap way: the GIN index would
+    read each word's posting list over every namespace (a word in 8 % of 1,000,000
+    memories: about 3 ms), to keep the few entries of this one.
+    """
+    ns = ", ".join(["%s"] * len(namespace_ids))
+    counts = "".join(
+        ", count(*) FILTER (WHERE r.search_vector @@ plainto_tsquery('english', %s))" for _ in terms
+    )
+    sql = (
+        "WITH r AS MATERIALIZED (SELECT m.search_vector FROM memories_memory m "
+        f"WHERE m.namespace_id IN ({ns}) LIMIT %s) SELECT count(*){counts} FROM r"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*namespace_ids, n_cap + 1, *terms])
+        size, *found = cursor.fetchone()
+    if size > n_cap:
+        return None
+    return dict(zip(terms, map(int, found), strict=True)), int(size)
 
 
 def _fts_phrase(term: str) -> str:
@@ -238,18 +271,34 @@ def _stemmed_postgres(
         rank_params += [_idf(df[term], n_docs), term]
     match_sql = " || ".join("plainto_tsquery('english', %s)" for _ in chosen)
     where, params = filters.sql("m")
+    if n_docs < budget:
+        # The namespaces hold fewer rows than the budget (n_docs is exact below it): read
+        # them by namespace and match each, rather than walk the words' posting lists
+        # over every namespace of the table (54,000 entries, 13 ms, for four words of a
+        # 1,000-memory namespace among 1,000,000 memories). The same rows match.
+        matching = (
+            f"WITH own AS MATERIALIZED (SELECT m.id, m.search_vector FROM memories_memory m "
+            f"WHERE {where}) SELECT own.id, own.search_vector FROM own "
+            f"WHERE own.search_vector @@ ({match_sql}) LIMIT %s"
+        )
+        matching_params = [*params, *chosen, budget]
+    else:
+        matching = (
+            "SELECT m.id, m.search_vector FROM memories_memory m "
+            f"WHERE m.search_vector @@ ({match_sql}) AND {where} LIMIT %s"
+        )
+        matching_params = [*chosen, *params, budget]
     # The ranked ids joined back to their rows in the same statement (a nested loop over
-    # the sorted ranking keeps its order), which saves the pipeline a round trip.
+    # the sorted ranking keeps its order), which saves the pipeline a round trip. Equal
+    # scores are ordered by id, newest first, whichever way the rows were found.
     sql = (
         f"SELECT r.id, r.score, {row_columns()} FROM ("
-        f"SELECT c.id, {rank_sql} AS score FROM ("
-        "SELECT m.id, m.search_vector FROM memories_memory m "
-        f"WHERE m.search_vector @@ ({match_sql}) AND {where} LIMIT %s) c "
-        "ORDER BY score DESC LIMIT %s) r "
-        "JOIN memories_memory m ON m.id = r.id ORDER BY r.score DESC"
+        f"SELECT c.id, {rank_sql} AS score FROM ({matching}) c "
+        "ORDER BY score DESC, c.id DESC LIMIT %s) r "
+        "JOIN memories_memory m ON m.id = r.id ORDER BY r.score DESC, r.id DESC"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*rank_params, *chosen, *params, budget, cap])
+        cursor.execute(sql, [*rank_params, *matching_params, cap])
         return [(values[0], values[1], row_from(values[2:])) for values in cursor.fetchall()]
 
 

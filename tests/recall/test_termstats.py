@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from config.db import is_postgres
 from memories import services
@@ -81,6 +84,64 @@ def test_document_frequencies_are_the_same_from_statistics_and_live(namespace, c
 
     assert document_frequencies(terms, filters, cap=501) == live
     assert live == ({"meeting": 12, "checklist": 3, "reykjavik": 1, "absent": 0}, 16)
+
+
+@postgres_only
+def test_a_small_namespace_is_counted_from_its_rows_a_larger_one_from_the_index(
+    user, namespace, corpus
+):
+    """Below n_cap memories the counts come from one pass over the namespace's own rows;
+    above it from the index: the same figures, capped the same way."""
+    other = services.namespace_create(owner=user, name="Elsewhere")
+    for n in range(30):  # words of another namespace never count
+        services.memory_create(namespace=other, content=f"Status meeting {n} and checklist")
+    filters = RecallFilters(namespace_ids=(namespace.pk,), ceiling=3, now=corpus.created_at)
+    terms = ["meeting", "checklist", "reykjavik", "absent"]
+    with CaptureQueriesContext(connection) as scanned_queries:
+        scanned = document_frequencies(terms, filters, cap=5, n_cap=16)
+    with CaptureQueriesContext(connection) as indexed_queries:
+        indexed = document_frequencies(terms, filters, cap=5, n_cap=15)
+
+    assert scanned == ({"meeting": 5, "checklist": 3, "reykjavik": 1, "absent": 0}, 16)
+    assert indexed == ({"meeting": 5, "checklist": 3, "reykjavik": 1, "absent": 0}, 15)
+    assert ["MATERIALIZED" in q["sql"] for q in scanned_queries.captured_queries] == [
+        False,  # the statistics' look-up
+        True,
+    ]
+    assert ["MATERIALIZED" in q["sql"] for q in indexed_queries.captured_queries] == [
+        False,
+        True,  # the scan finds more than n_cap rows ...
+        False,  # ... so the index counts
+    ]
+
+
+@postgres_only
+def test_stemmed_ranking_is_the_same_read_by_namespace_or_by_index(user, namespace, corpus):
+    from recall.stages import full_text as sf
+
+    other = services.namespace_create(owner=user, name="Elsewhere")
+    for n in range(30):
+        services.memory_create(namespace=other, content=f"Status meeting {n} and checklist")
+    filters = RecallFilters(namespace_ids=(namespace.pk,), ceiling=3, now=corpus.created_at)
+    terms = ["meeting", "checklist", "reykjavik"]
+    df = {"meeting": 12, "checklist": 3, "reykjavik": 1}
+
+    def ranked(budget: int) -> list[tuple[int, float]]:
+        # The namespace's 16 memories: read by namespace when fewer than the budget.
+        with CaptureQueriesContext(connection) as captured:
+            rows = sf._stemmed_postgres(terms, terms, df, 16, filters, 10, budget)
+        assert ("MATERIALIZED" in captured.captured_queries[0]["sql"]) == (budget > 16)
+        return [(memory_id, round(score, 9)) for memory_id, score, _row in rows]
+
+    by_namespace, by_index = ranked(50), ranked(16)
+
+    assert by_namespace == by_index
+    assert len(by_namespace) == 10
+    # Equal scores (the twelve alike meetings) come newest first.
+    scores = [score for _, score in by_namespace]
+    assert scores == sorted(scores, reverse=True)
+    for (a, score_a), (b, score_b) in itertools.pairwise(by_namespace):
+        assert score_a > score_b or a > b
 
 
 @postgres_only
