@@ -99,8 +99,9 @@ def full_text(
                 result.hits.append((memory_id, float(score), "stemmed"))
                 result.rows[memory_id] = row
     fuzzy_terms = [t for t in result.unmatched_terms if len(t) >= MIN_TRIGRAM_TERM]
+    small = n_docs < match_budget  # exact below the budget (document_frequencies)
     if fuzzy_terms:
-        for memory_id, score in _trigram(fuzzy_terms, filters, "search_text"):
+        for memory_id, score in _trigram(fuzzy_terms, filters, "search_text", small=small):
             if memory_id not in seen:
                 seen.add(memory_id)
                 result.hits.append((memory_id, score, "trigram"))
@@ -108,7 +109,9 @@ def full_text(
         # Only words the English index does not know can be in another language.
         original_terms = fuzzy_terms
         if original_terms:
-            for memory_id, score in _trigram(original_terms, filters, "search_original"):
+            for memory_id, score in _trigram(
+                original_terms, filters, "search_original", small=small
+            ):
                 if memory_id not in seen:
                     seen.add(memory_id)
                     result.hits.append((memory_id, score, "original"))
@@ -334,23 +337,37 @@ def _halves(term: str) -> list[str]:
     return [term[:middle], term[middle:]]
 
 
-def _trigram(terms: list[str], filters: RecallFilters, column: str) -> list[tuple[int, float]]:
+def _trigram(
+    terms: list[str], filters: RecallFilters, column: str, *, small: bool = False
+) -> list[tuple[int, float]]:
     """Substring and typo matches of terms in a folded column; score = mean term match.
 
-    The index proposes rows containing a term or one of its halves, newest first and at
-    most TRIGRAM_SCAN rows; Python keeps those where each word is inside a stored word or
-    shares a trigram Jaccard of at least FUZZY_SIMILARITY with one.
+    The index proposes rows containing a term or one of its halves, at most TRIGRAM_SCAN
+    rows (on SQLite and in `small` namespaces the newest); Python keeps those where each
+    word is inside a stored word or shares a trigram Jaccard of at least
+    FUZZY_SIMILARITY with one. `small`: the namespaces hold fewer rows than the match
+    budget, so on PostgreSQL their own rows are read and matched, rather than the
+    pieces' trigram posting lists over every namespace of the table.
     """
     where, params = filters.sql("m")
     pieces = list(dict.fromkeys(p for term in terms for p in _halves(term)))
     if is_postgres():
-        condition = " OR ".join([f"m.{column} ILIKE %s"] * len(pieces))
         condition_params = [f"%{_escape_like(piece)}%" for piece in pieces]
-        sql = (
-            f"SELECT m.id, m.{column} FROM memories_memory m WHERE ({condition}) AND {where} "
-            "LIMIT %s"
-        )
-        all_params = [*condition_params, *params, TRIGRAM_SCAN]
+        if small:
+            condition = " OR ".join([f"own.{column} ILIKE %s"] * len(pieces))
+            sql = (
+                f"WITH own AS MATERIALIZED (SELECT m.id, m.{column} FROM memories_memory m "
+                f"WHERE {where}) SELECT own.id, own.{column} FROM own WHERE ({condition}) "
+                "ORDER BY own.id DESC LIMIT %s"
+            )
+            all_params = [*params, *condition_params, TRIGRAM_SCAN]
+        else:
+            condition = " OR ".join([f"m.{column} ILIKE %s"] * len(pieces))
+            sql = (
+                f"SELECT m.id, m.{column} FROM memories_memory m "
+                f"WHERE ({condition}) AND {where} LIMIT %s"
+            )
+            all_params = [*condition_params, *params, TRIGRAM_SCAN]
     else:
         match = f"{column} : ({' OR '.join(_fts_phrase(p) for p in pieces)})"
         sql = (

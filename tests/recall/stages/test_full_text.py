@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from config.db import is_postgres
 from memories.models import Classification
 from recall.stages.filters import RecallFilters
 from recall.stages.full_text import full_text
@@ -103,3 +104,23 @@ def test_namespace_memories_are_counted_in_document_frequency(make_memory, names
     )
     assert found.document_frequency == {"alpha": 2, "gamma": 1, "zzzq": 0}
     assert found.unmatched_terms == ["zzzq"]
+
+
+@pytest.mark.skipif(not is_postgres(), reason="SQLite's trigram table has one plan")
+def test_typo_candidates_are_the_same_read_by_namespace_or_by_index(user, namespace, make_memory):
+    from memories import services
+    from recall.stages.full_text import _trigram
+
+    other = services.namespace_create(owner=user, name="Elsewhere")
+    for n in range(20):
+        services.memory_create(namespace=other, content=f"PostgreSQL replica number {n}")
+    for n in range(5):
+        make_memory(f"We migrated database {n} to PostgreSQL last spring")
+    make_memory("The garden needs watering twice a week")
+    filters = RecallFilters(namespace_ids=(namespace.pk,), ceiling=3, now=timezone.now())
+
+    by_namespace = _trigram(["postgrsql"], filters, "search_text", small=True)
+    by_index = _trigram(["postgrsql"], filters, "search_text", small=False)
+
+    assert sorted(by_namespace) == sorted(by_index)
+    assert len(by_namespace) == 5
