@@ -29,6 +29,9 @@ MIN_TRIGRAM_TERM = 3
 FUZZY_SIMILARITY = 0.45  # trigram Jaccard a typo'd word must reach against a stored word
 TRIGRAM_CANDIDATES = 50
 TRIGRAM_SCAN = 500  # rows the trigram index may propose per sub-query
+# Below this many memories (and below the match budget) a namespace's own rows are read
+# and matched rather than the words' index entries over every namespace of the table.
+SMALL_NAMESPACE = 2_000
 
 
 @dataclass
@@ -99,7 +102,7 @@ def full_text(
                 result.hits.append((memory_id, float(score), "stemmed"))
                 result.rows[memory_id] = row
     fuzzy_terms = [t for t in result.unmatched_terms if len(t) >= MIN_TRIGRAM_TERM]
-    small = n_docs < match_budget  # exact below the budget (document_frequencies)
+    small = _small(n_docs, match_budget)
     if fuzzy_terms:
         for memory_id, score in _trigram(fuzzy_terms, filters, "search_text", small=small):
             if memory_id not in seen:
@@ -151,7 +154,7 @@ def document_frequencies(
         if size is None:
             # No statistics: a namespace below RECALL_TERM_STATS_MIN_MEMORIES (n_cap), or
             # one the worker has not counted yet. A small one is counted from its own rows.
-            scanned = _scanned_frequencies(live, filters.namespace_ids, n_cap)
+            scanned = _scanned_frequencies(live, filters.namespace_ids, min(n_cap, SMALL_NAMESPACE))
             if scanned is not None:
                 counts, size = scanned
                 return {term: min(counts[term], cap) for term in terms}, size
@@ -189,6 +192,12 @@ def document_frequencies(
     df = {term: int(count) for term, count in zip(terms, counts[: len(terms)], strict=True)}
     n_docs = int(counts[len(terms)]) if len(counts) > len(terms) else 0
     return df, n_docs
+
+
+def _small(n_docs: int, budget: int) -> bool:
+    """Whether the namespaces are read by their own rows: fewer than SMALL_NAMESPACE rows
+    and than the budget (so the match's LIMIT never cuts). n_docs is exact below both."""
+    return n_docs < min(budget, SMALL_NAMESPACE)
 
 
 def _scanned_frequencies(
@@ -274,7 +283,7 @@ def _stemmed_postgres(
         rank_params += [_idf(df[term], n_docs), term]
     match_sql = " || ".join("plainto_tsquery('english', %s)" for _ in chosen)
     where, params = filters.sql("m")
-    if n_docs < budget:
+    if _small(n_docs, budget):
         # The namespaces hold fewer rows than the budget (n_docs is exact below it): read
         # them by namespace and match each, rather than walk the words' posting lists
         # over every namespace of the table (54,000 entries, 13 ms, for four words of a
