@@ -194,7 +194,9 @@ def insert_rows(
     return _write(connection, model, fields, prepared, ids=ids)
 
 
-def update_rows(model: type[models.Model], columns: Sequence[str], objs: Sequence[models.Model]):
+def update_rows(
+    model: type[models.Model], columns: Sequence[str], objs: Sequence[models.Model]
+) -> None:
     """UPDATE each instance's `columns` (field names) by primary key, prepared as insert_rows
     prepares its values: one executemany, which psycopg sends as one pipeline on PostgreSQL.
 

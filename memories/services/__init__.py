@@ -33,7 +33,7 @@ from memories.services.decay_fits import (
     decay_fits_run,
     decay_fits_visible,
 )
-from memories.services.events import memory_event_record, memory_snapshot
+from memories.services.events import memory_event_record, memory_events_save, memory_snapshot
 from memories.services.fields import (
     CREATE_ONLY_FIELDS,
     DERIVED_FIELDS,
@@ -125,6 +125,7 @@ __all__ = [
     "memory_create",
     "memory_derive",
     "memory_event_record",
+    "memory_events_save",
     "memory_forget",
     "memory_promote",
     "memory_purge",

@@ -41,7 +41,7 @@ def memory_event_record(
     level of a change of level): what is written while a memory sits above a caller's
     ceiling stays hidden from that caller, whatever the memory's level later. Its webhooks
     are addressed in the same transaction (memories.services.webhooks)."""
-    event = MemoryEvent.objects.create(
+    event = MemoryEvent(
         namespace_id=memory.namespace_id,
         memory=memory,
         memory_ref=memory.pk,
@@ -53,8 +53,15 @@ def memory_event_record(
         classification=memory.classification if classification is None else classification,
         created_at=now or timezone.now(),
     )
-    memory_events_announce([event])
-    return event
+    return memory_events_save([event])[0]
+
+
+def memory_events_save(events: list[MemoryEvent]) -> list[MemoryEvent]:
+    """Save new history events in one INSERT and address their webhooks in the same
+    transaction: memory_event_record for several at once."""
+    saved = MemoryEvent.objects.bulk_create(events)
+    memory_events_announce(saved)
+    return saved
 
 
 EVENT_COLUMNS = (

@@ -200,6 +200,15 @@ def _small(n_docs: int, budget: int) -> bool:
     return n_docs < min(budget, SMALL_NAMESPACE)
 
 
+def _own_rows(column: str, where: str) -> str:
+    """`own`: the id and `column` of the rows passing the filters' `where` (over `m`), read
+    by namespace and kept apart, so that the match runs on them rather than on the index
+    (PostgreSQL; for namespaces that are _small)."""
+    return (
+        f"WITH own AS MATERIALIZED (SELECT m.id, m.{column} FROM memories_memory m WHERE {where})"
+    )
+
+
 def _scanned_frequencies(
     terms: Sequence[str], namespace_ids: Sequence[int], n_cap: int
 ) -> tuple[dict[str, int], int] | None:
@@ -289,8 +298,7 @@ def _stemmed_postgres(
         # over every namespace of the table (54,000 entries, 13 ms, for four words of a
         # 1,000-memory namespace among 1,000,000 memories). The same rows match.
         matching = (
-            f"WITH own AS MATERIALIZED (SELECT m.id, m.search_vector FROM memories_memory m "
-            f"WHERE {where}) SELECT own.id, own.search_vector FROM own "
+            f"{_own_rows('search_vector', where)} SELECT own.id, own.search_vector FROM own "
             f"WHERE own.search_vector @@ ({match_sql}) LIMIT %s"
         )
         matching_params = [*params, *chosen, budget]
@@ -365,9 +373,8 @@ def _trigram(
         if small:
             condition = " OR ".join([f"own.{column} ILIKE %s"] * len(pieces))
             sql = (
-                f"WITH own AS MATERIALIZED (SELECT m.id, m.{column} FROM memories_memory m "
-                f"WHERE {where}) SELECT own.id, own.{column} FROM own WHERE ({condition}) "
-                "ORDER BY own.id DESC LIMIT %s"
+                f"{_own_rows(column, where)} SELECT own.id, own.{column} FROM own "
+                f"WHERE ({condition}) ORDER BY own.id DESC LIMIT %s"
             )
             all_params = [*params, *condition_params, TRIGRAM_SCAN]
         else:

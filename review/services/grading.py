@@ -20,8 +20,7 @@ from django.utils import timezone
 
 from memories.bulk import update_rows
 from memories.models import LIVE_STATUSES, Memory, MemoryEvent
-from memories.services import memory_event_record, memory_touch
-from memories.services.webhooks import memory_events_announce
+from memories.services import memory_event_record, memory_events_save, memory_touch
 from review.models import (
     CARD_STATE_FIELDS,
     MAX_DURATION_MS,
@@ -401,7 +400,14 @@ def cards_grade_implicit(*, memory_ids: list[int], now: datetime | None = None) 
         cards = list(due)
         if not cards:
             return []
-        memories = Memory.objects.in_bulk([card.memory_id for card in cards], field_name="pk")
+        # Locked as card_grade locks its memory (a tracked recall already holds them).
+        memories = {
+            memory.pk: memory
+            for memory in Memory.objects.filter(pk__in=[card.memory_id for card in cards])
+            .only("utility", "classification", "namespace_id")
+            .order_by("pk")
+            .select_for_update()
+        }
         befores, afters = [], []
         for card in cards:
             before = _snapshot(card)
@@ -420,7 +426,7 @@ def cards_grade_implicit(*, memory_ids: list[int], now: datetime | None = None) 
                 for card, before, after in zip(cards, befores, afters, strict=True)
             ]
         )
-        events = MemoryEvent.objects.bulk_create(
+        memory_events_save(
             [
                 MemoryEvent(
                     namespace_id=card.namespace_id,
@@ -429,7 +435,6 @@ def cards_grade_implicit(*, memory_ids: list[int], now: datetime | None = None) 
                     kind=MemoryEvent.Kind.GRADED,
                     before={"utility": before["utility"], "next_review": before["next_review"]},
                     after=_graded_event_after(log, after),
-                    actor=None,
                     source=source,
                     classification=memories[card.memory_id].classification,
                     created_at=now,
@@ -437,22 +442,11 @@ def cards_grade_implicit(*, memory_ids: list[int], now: datetime | None = None) 
                 for card, before, after, log in zip(cards, befores, afters, logs, strict=True)
             ]
         )
-        memory_events_announce(events)
     return logs
 
 
-# What _graded may change on a card that is not a person's (no lapse, no leech).
+# What _graded may change on a card that is not a person's: its state but the lapse and
+# leech fields only a person's failing grade writes.
 _GRADED_FIELDS = [
-    "scheduler",
-    "easiness",
-    "interval_days",
-    "repetitions",
-    "next_review",
-    "last_quality",
-    "last_reviewed_at",
-    "fsrs_state",
-    "total_reviews",
-    "correct_reviews",
-    "first_reviewed_at",
-    "version",
+    name for name in CARD_STATE_FIELDS if name not in {"lapses", "leech", "suspended_at"}
 ]
