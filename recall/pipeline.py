@@ -509,7 +509,7 @@ def _rank(
     ranking.temporal_boost(
         candidates, terms.when, config.temporal_boost, timezone.get_current_timezone()
     )
-    _spread_associations(candidates, filters, config.association_spread)
+    near_links = _spread_associations(candidates, filters, config.association_spread)
     ranking.episode_boost(candidates, config.episode_boost, config.episode_window_minutes)
     ranking.normalise(candidates)
     ranking.final_scores(
@@ -520,7 +520,7 @@ def _rank(
         now=filters.now,
         tz=timezone.get_current_timezone(),
     )
-    duplicates = _collapse_near_duplicates(candidates, filters, ns_by_id)
+    duplicates = _collapse_near_duplicates(candidates, filters, ns_by_id, near_links)
     ordered = ranking.rank(
         candidates,
         limit,
@@ -532,21 +532,32 @@ def _rank(
 
 
 def _collapse_near_duplicates(
-    candidates: dict[int, Candidate], filters: RecallFilters, ns_by_id: dict[int, Namespace]
+    candidates: dict[int, Candidate],
+    filters: RecallFilters,
+    ns_by_id: dict[int, Namespace],
+    near_links: set[tuple[int, int]] | None = None,
 ) -> dict[int, list[int]]:
     """Keep one candidate per group of near-duplicates (ranking.collapse_near_duplicates):
     groups by the write path's links, and by the best candidates' own texts in namespaces
     that compare (a memory written a moment ago is not linked yet); linked memories outside
     the candidates count only if they pass every filter, so a result never names a memory
-    the caller could not have been given."""
+    the caller could not have been given. near_links: the near-duplicate links association
+    spreading read along with its own (a superset of the candidates'); None reads them."""
     if not candidates:
         return {}
-    links = [
-        (source, target)
-        for source, target, _weight in association_links(
-            list(candidates), filters.namespace_ids, kind=NEAR_DUPLICATE
+    if near_links is None:
+        links = [
+            (source, target)
+            for source, target, _weight in association_links(
+                list(candidates), filters.namespace_ids, kind=NEAR_DUPLICATE
+            )
+        ]
+    else:
+        links = sorted(
+            (source, target)
+            for source, target in near_links
+            if source in candidates or target in candidates
         )
-    ]
     links += ranking.text_near_duplicates(
         candidates,
         namespaces=[pk for pk, ns in ns_by_id.items() if ns.dedupe != Namespace.Dedupe.OFF],
@@ -562,20 +573,25 @@ def _collapse_near_duplicates(
 
 def _spread_associations(
     candidates: dict[int, Candidate], filters: RecallFilters, spread: float
-) -> None:
+) -> set[tuple[int, int]] | None:
     """Spread relevance along association links (either direction), one hop.
 
     A linked memory that no stage found joins as an associative result, provided it
-    passes every filter (cold storage allowed: it is reactivated if returned).
+    passes every filter (cold storage allowed: it is reactivated if returned). Returns the
+    near-duplicate links the same statement read (None when spreading is off), for
+    _collapse_near_duplicates.
     """
     if not spread or not candidates:
-        return
-    links, linked = association_links_with_rows(list(candidates), filters)
+        return None
+    links, linked, near_links = association_links_with_rows(
+        list(candidates), filters, near_duplicate=NEAR_DUPLICATE
+    )
     support = ranking.association_support(candidates, links, spread)
     # In id order, as a separate load of the new ids read them (ties keep their order).
     for memory_id in sorted(i for i in support if i not in candidates and i in linked):
         candidates[memory_id] = Candidate(memory_id, linked[memory_id], associative=True)
     ranking.add_association_support(candidates, support)
+    return near_links
 
 
 def _datetime(epoch: float) -> datetime:

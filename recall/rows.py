@@ -144,36 +144,59 @@ def association_links(
 
 
 def association_links_with_rows(
-    ids: list[int], filters: RecallFilters
-) -> tuple[list[tuple[int, int, float]], dict[int, dict[str, Any]]]:
-    """association_links of ids (every kind) and, in the same statement, the rows of their
-    far ends that are not among ids and pass the filters (cold allowed), as load_rows
-    would give them: association spreading in one round trip instead of two."""
+    ids: list[int], filters: RecallFilters, *, near_duplicate: str
+) -> tuple[list[tuple[int, int, float]], dict[int, dict[str, Any]], set[tuple[int, int]]]:
+    """association_links of ids (every kind); in the same statement, the rows of their far
+    ends that are not among ids and pass the filters (cold allowed), as load_rows would
+    give them; and the links of kind `near_duplicate` touching ids or any far end.
+
+    Association spreading and the collapsing of near-duplicates in one round trip instead
+    of three: spreading adds far ends as candidates, and the collapsing needs the
+    near-duplicate links of every candidate, which are among those returned (the caller
+    keeps the ones touching its final candidates: association_links(candidates,
+    kind=near_duplicate) would return the same).
+    """
     table = connection.ops.quote_name(Association._meta.db_table)
     sources, source_params = in_list("source_id", ids)
     targets, target_params = in_list("target_id", ids)
     namespaces, ns_params = in_list("namespace_id", list(filters.namespace_ids))
+    d_namespaces, d_ns_params = in_list("d.namespace_id", list(filters.namespace_ids))
     not_ids, not_params = in_list("m.id", ids)
     where, where_params = filters.sql("m", cold=True)
+    no_row = ", ".join(["NULL"] * len(ROW_FIELDS))
     sql = (
-        f"SELECT l.source_id, l.target_id, l.weight, {_select_list()} FROM ("
-        f"SELECT source_id, target_id, weight, target_id AS far FROM {table} "
+        "WITH l AS ("
+        f"SELECT source_id, target_id, weight, kind, target_id AS far FROM {table} "
         f"WHERE {sources} AND {namespaces} "
         "UNION ALL "
-        f"SELECT source_id, target_id, weight, source_id AS far FROM {table} "
-        f"WHERE {targets} AND NOT {sources} AND {namespaces}"
-        ") l "
-        f"LEFT JOIN memories_memory m ON m.id = l.far AND NOT {not_ids} AND {where}"
+        f"SELECT source_id, target_id, weight, kind, source_id AS far FROM {table} "
+        f"WHERE {targets} AND NOT {sources} AND {namespaces}) "
+        f"SELECT 1, l.source_id, l.target_id, l.weight, l.kind, {_select_list()} FROM l "
+        f"LEFT JOIN memories_memory m ON m.id = l.far AND NOT {not_ids} AND {where} "
+        # The far ends' own near-duplicate links (each direction by its index).
+        "UNION ALL "
+        f"SELECT 2, d.source_id, d.target_id, d.weight, d.kind, {no_row} FROM {table} d "
+        f"WHERE d.source_id IN (SELECT far FROM l) AND d.kind = %s AND {d_namespaces} "
+        "UNION ALL "
+        f"SELECT 2, d.source_id, d.target_id, d.weight, d.kind, {no_row} FROM {table} d "
+        f"WHERE d.target_id IN (SELECT far FROM l) AND d.kind = %s AND {d_namespaces}"
     )
     params = [*source_params, *ns_params, *target_params, *source_params, *ns_params]
     params += [*not_params, *where_params]
+    params += [near_duplicate, *d_ns_params, near_duplicate, *d_ns_params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()
     links = []
     rows: dict[int, dict[str, Any]] = {}
+    near: set[tuple[int, int]] = set()
     for values in fetched:
-        links.append((values[0], values[1], values[2]))
-        if values[3] is not None and values[3] not in rows:
-            rows[values[3]] = row_from(values[3:])
-    return links, rows
+        hop, source, target, weight, kind = values[:5]
+        if kind == near_duplicate:
+            near.add((source, target))
+        if hop != 1:
+            continue
+        links.append((source, target, weight))
+        if values[5] is not None and values[5] not in rows:
+            rows[values[5]] = row_from(values[5:])
+    return links, rows, near

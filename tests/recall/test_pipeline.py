@@ -21,6 +21,7 @@ from memories.models import (
     Namespace,
     Relation,
 )
+from memories.services import NEAR_DUPLICATE
 from recall.embeddings import embed_pending
 from recall.enrichment import interference
 from recall.models import RecallEvent
@@ -525,7 +526,8 @@ def test_a_query_naming_only_a_date_returns_what_was_written_then(recall, make_m
 
 def test_association_links_come_with_the_far_ends_rows_that_pass_the_filters(make_memory):
     """Spreading's one statement (recall.rows.association_links_with_rows): every link of
-    the candidates, and the rows of only those far ends a caller may be given."""
+    the candidates, the rows of only those far ends a caller may be given, and the
+    near-duplicate links of the candidates and of every far end."""
     from django.utils import timezone
 
     from recall.rows import association_links_with_rows, load_rows
@@ -537,12 +539,59 @@ def test_association_links_come_with_the_far_ends_rows_that_pass_the_filters(mak
     b = make_memory("Bravo note")
     above = make_memory("Charlie note", classification=C.RESTRICTED)
     expired = make_memory("Delta note", expires_at=now - timedelta(days=1))
+    twin = make_memory("Bravo note again")
+    far = make_memory("Foxtrot note, two links away")
     for source, target in ((a, b), (above, a), (a, expired), (e, a), (b, e)):
         _link(source, target, weight=0.5)
+    # Near-duplicates: of a candidate, of a far end (either direction), and two links away.
+    for source, target in ((e, expired), (twin, b), (twin, far)):
+        Association.objects.create(
+            namespace=a.namespace, source=source, target=target, weight=0.9, kind=NEAR_DUPLICATE
+        )
     filters = RecallFilters(namespace_ids=(a.namespace_id,), ceiling=C.INTERNAL, now=now)
-    links, rows = association_links_with_rows([a.pk, e.pk], filters)
+    links, rows, near = association_links_with_rows(
+        [a.pk, e.pk], filters, near_duplicate=NEAR_DUPLICATE
+    )
     assert sorted(links) == sorted(
-        (s.pk, t.pk, 0.5) for s, t in ((a, b), (above, a), (a, expired), (e, a), (b, e))
+        [(s.pk, t.pk, 0.5) for s, t in ((a, b), (above, a), (a, expired), (e, a), (b, e))]
+        + [(e.pk, expired.pk, 0.9)]
     )
     assert set(rows) == {b.pk}
     assert rows[b.pk] == load_rows([b.pk], filters)[b.pk]
+    # twin-far touches neither a candidate nor a far end: not read.
+    assert near == {(e.pk, expired.pk), (twin.pk, b.pk)}
+
+
+def test_far_ends_reached_by_spreading_are_collapsed_by_their_near_duplicate_links(
+    recall, namespace, make_memory
+):
+    """Two memories no stage finds, both linked to a result and to each other as
+    near-duplicates, are one associative result naming the other; one whose near-duplicate
+    is outside the results names it only if the caller may see it."""
+    namespace.dedupe = Namespace.Dedupe.OFF  # no text comparison: only the links group
+    namespace.save(update_fields=["dedupe"])
+    seed = make_memory("Kestrel migration counted over the ridge")
+    first = make_memory("Roost survey at the north barn, first visit")
+    second = make_memory("Roost survey at the north barn, second visit")
+    lone = make_memory("Owl pellets gathered by the silo")
+    shown = make_memory("Owl pellets gathered near the silo")
+    hidden = make_memory("Owl pellets gathered at the silo", classification=C.RESTRICTED)
+    for target in (first, second, lone):
+        _link(seed, target, weight=0.9)
+    for source, target in ((first, second), (lone, shown), (hidden, lone)):
+        Association.objects.create(
+            namespace=namespace, source=source, target=target, weight=0.9, kind=NEAR_DUPLICATE
+        )
+
+    def results(ceiling):
+        hits = recall("kestrel", ceiling=ceiling).results
+        return {hit.memory_id: hit for hit in hits}
+
+    everything = results(C.RESTRICTED)
+    assert seed.pk in everything
+    roost = [everything[i] for i in (first.pk, second.pk) if i in everything]
+    assert len(roost) == 1 and roost[0].associative
+    assert roost[0].duplicates == sorted({first.pk, second.pk} - {roost[0].memory_id})
+    assert everything[lone.pk].duplicates == sorted([shown.pk, hidden.pk])
+    internal = results(C.INTERNAL)
+    assert internal[lone.pk].duplicates == [shown.pk]
