@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import math
+from collections.abc import Iterable
 from datetime import timedelta
 from functools import cached_property
 
@@ -103,9 +104,16 @@ class Scope:
             qs = qs.filter(tokens=self.token)
         return qs
 
+    def namespaces_named(self, slugs: Iterable[str]) -> dict[str, Namespace]:
+        """The namespaces in scope among slugs, by slug; only those are read (a user may own
+        a thousand). Unordered: the model's ordering costs more to compile (0.5 ms of a
+        request's CPU) than the look-up costs the database."""
+        wanted = {slug for slug in slugs if isinstance(slug, str)}  # others name none
+        return {ns.slug: ns for ns in self.namespaces().filter(slug__in=wanted).order_by()}
+
     def namespace(self, slug: str, *, field: str = "namespace") -> Namespace:
         """A namespace in scope named in a body or query; unknown ones are a field error."""
-        namespace = self.namespaces().filter(slug=slug).first()
+        namespace = self.namespaces_named([slug]).get(slug)
         if namespace is None:
             raise serializers.ValidationError({field: ["No such namespace."]})
         return namespace

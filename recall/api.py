@@ -135,8 +135,7 @@ class RecallView(APIView):
         if wanted is None:
             namespaces = list(scope.namespaces())
         else:
-            # Only the named ones are read: a user may own a thousand namespaces.
-            by_slug = {ns.slug: ns for ns in scope.namespaces().filter(slug__in=set(wanted))}
+            by_slug = scope.namespaces_named(wanted)
             missing = sorted(set(wanted) - set(by_slug))
             if missing:
                 raise serializers.ValidationError(

@@ -169,9 +169,7 @@ class MemoryBulkView(APIView):
                 validated.append((index, s.validate_memory_input(raw)))
             except serializers.ValidationError as exc:
                 errors[str(index)] = exc.detail
-        # Only the namespaces the items name are read: a user may own a thousand.
-        slugs = {fields["namespace"] for _, fields in validated}
-        namespaces = {ns.slug: ns for ns in scope.namespaces().filter(slug__in=slugs)}
+        namespaces = scope.namespaces_named(fields["namespace"] for _, fields in validated)
         items: list[dict[str, Any]] = []
         for index, fields in validated:
             namespace = namespaces.get(fields.pop("namespace"))

@@ -174,3 +174,22 @@ def test_the_rate_limit_counter_is_stored_outside_the_process(
         counts = [pickle.loads(base64.b64decode(value)) for key, value in rows if counter in key]
     assert counts == [3]
     cache.clear()
+
+
+def test_a_scope_reads_only_the_named_namespaces_it_holds(user, other_user, make_token):
+    """Scope.namespaces_named, behind recall, bulk create and every slug in a body: a
+    namespace outside the token's or of another user, or a name that is no string, is
+    not found; the token's own are, whatever the model's ordering."""
+    from memories import services
+    from memories.auth import Scope
+
+    mine = [services.namespace_create(owner=user, name=name) for name in ("Beta", "Alpha")]
+    outside = services.namespace_create(owner=user, name="Gamma")
+    theirs = services.namespace_create(owner=other_user, name="Beta")
+    token, _ = make_token(user, namespaces=mine)
+    scope = Scope(user=user, token=token)
+    named = scope.namespaces_named([mine[0].slug, mine[1].slug, outside.slug, 7, None])
+    assert named == {ns.slug: ns for ns in mine}
+    assert named[mine[0].slug].decay_params() == mine[0].decay_params()
+    assert scope.namespaces_named([theirs.slug]) == {mine[0].slug: mine[0]}  # same slug: mine
+    assert Scope(user=other_user, token=None).namespaces_named([mine[1].slug]) == {}
