@@ -595,3 +595,38 @@ def test_far_ends_reached_by_spreading_are_collapsed_by_their_near_duplicate_lin
     assert everything[lone.pk].duplicates == sorted([shown.pk, hidden.pk])
     internal = results(C.INTERNAL)
     assert internal[lone.pk].duplicates == [shown.pk]
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's planner, without statistics")
+def test_links_are_found_by_their_ends_not_by_scanning_the_namespace(make_memory):
+    """Without ANALYZE's statistics SQLite would read the links by the namespace's index
+    and scan every link of the namespace for each branch of spreading's statement; the
+    statements of recall.rows must look the links up by their ends."""
+    from django.utils import timezone
+
+    from recall.rows import association_links, association_links_with_rows
+    from recall.stages.filters import RecallFilters
+
+    a, b, c = (make_memory(f"Note {n}") for n in "abc")
+    _link(a, b)
+    _link(c, a)
+    filters = RecallFilters(
+        namespace_ids=(a.namespace_id,), ceiling=C.RESTRICTED, now=timezone.now()
+    )
+    statements = []
+
+    def keep(execute, sql, params, many, context):
+        statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(keep):
+        association_links_with_rows([a.pk], filters, near_duplicate=NEAR_DUPLICATE)
+        association_links([a.pk], filters.namespace_ids, kind=NEAR_DUPLICATE)
+    assert len(statements) == 2
+    for sql, params in statements:
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+            plan = [row[3] for row in cursor.fetchall()]
+        searches = [step for step in plan if "memories_association" in step or " d " in step]
+        assert searches and all("namespace_id" not in step for step in searches), plan
+        assert all("(source_id=?)" in s or "(target_id=?)" in s for s in searches), plan
