@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from benchmarks.service_table import Progress, Row
 from memories.models import Namespace
 
 LOAD_CONCURRENCY = (1, 8, 32)
+UNIQUE_MARK = "UNIQUEMARK"  # in a body's content, replaced by each request's own suffix
 
 
 def _free_port() -> int:
@@ -264,14 +266,21 @@ def load_rows(
         for item in corpus.memory_items(scratch, vocab, rng, 100, timezone.now())
     ]
     rows: list[Row] = []
+    # "create" writes a new text with every request (each body's content gets a suffix of
+    # its own), as an agent storing what it learns does; "create, stored text again" cycles
+    # the bodies, so after the first round every request is a repeat that the dedupe path
+    # answers with the memory already stored (counted as a use).
+    scenarios = (
+        ("recall", "/api/v1/recall", recall, LOAD_CONCURRENCY, False),
+        ("create", "/api/v1/memories", create, LOAD_CONCURRENCY, True),
+        ("create, stored text again", "/api/v1/memories", create, (8,), False),
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        for name, path, bodies in (
-            ("recall", "/api/v1/recall", recall),
-            ("create", "/api/v1/memories", create),
-        ):
-            script = Path(tmp) / f"{name}.lua"
-            script.write_text(_wrk_script(path, token, bodies))
-            for concurrency in LOAD_CONCURRENCY:
+        for name, path, bodies, concurrencies, unique in scenarios:
+            for concurrency in concurrencies:
+                script = Path(tmp) / f"load-{len(rows)}.lua"
+                suffix = f"load {uuid.uuid4().hex[:8]}" if unique else ""
+                script.write_text(_wrk_script(path, token, bodies, unique=suffix))
                 progress(f"  load: {name} at concurrency {concurrency}, {seconds} s ...")
                 figures = _wrk(wrk, server, script, concurrency, seconds)
                 rows.append(
@@ -321,8 +330,14 @@ def _wrk(wrk: str, server: Server, script: Path, concurrency: int, seconds: int)
     raise CommandError(f"wrk printed no figures: {completed.stdout[-500:]}{completed.stderr}")
 
 
-def _wrk_script(path: str, token: str, bodies: list[dict[str, Any]]) -> str:
-    """A wrk Lua script: POST the bodies in turn; print the figures as one JSON line."""
+def _wrk_script(path: str, token: str, bodies: list[dict[str, Any]], *, unique: str = "") -> str:
+    """A wrk Lua script: POST the bodies in turn; print the figures as one JSON line.
+
+    unique: when given, each request's content ends with it and the request's own number
+    (per wrk thread), so that no two requests of the run send the same text.
+    """
+    if unique:
+        bodies = [body | {"content": f"{body['content']} {UNIQUE_MARK}"} for body in bodies]
     encoded = ",\n".join(f"  [==[{json.dumps(body)}]==]" for body in bodies)
     return f"""
 wrk.method = "POST"
@@ -332,10 +347,19 @@ wrk.headers["Authorization"] = "Bearer {token}"
 local bodies = {{
 {encoded}
 }}
+local made = 0
+setup = function(thread)
+  made = made + 1
+  thread:set("tid", made)
+end
 local i = 0
 request = function()
   i = i + 1
-  return wrk.format(nil, nil, nil, bodies[(i % #bodies) + 1])
+  local body = bodies[(i % #bodies) + 1]
+  if {"true" if unique else "false"} then
+    body = string.gsub(body, "{UNIQUE_MARK}", "{unique} " .. tostring(tid) .. "-" .. i)
+  end
+  return wrk.format(nil, nil, nil, body)
 end
 done = function(summary, latency, requests)
   local e = summary.errors
