@@ -218,8 +218,6 @@ class QueueCollector:
     """engram_task_queue_size: tasks waiting for a worker, asked of the broker per scrape
     (a count on the ORM broker, LLEN on Redis). Computed, so it is right in any mode."""
 
-    _broker = None
-
     @staticmethod
     def _family() -> GaugeMetricFamily:
         return GaugeMetricFamily(
@@ -233,11 +231,9 @@ class QueueCollector:
     def collect(self):
         gauge = self._family()
         try:
-            if QueueCollector._broker is None:
-                from django_q.brokers import get_broker
+            from config.queue import broker  # not at import: django-q needs the apps loaded
 
-                QueueCollector._broker = get_broker()
-            gauge.add_metric([], QueueCollector._broker.queue_size())
+            gauge.add_metric([], broker().queue_size())
         except Exception:  # the broker down must not take the other metrics with it
             logger.warning("Could not read the task queue's size for /metrics", exc_info=True)
             return

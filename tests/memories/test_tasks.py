@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.utils import timezone
+from django_q.brokers import get_broker
 from django_q.models import OrmQ, Schedule, Task
 from django_q.tasks import async_task
 
@@ -179,6 +180,48 @@ def test_enqueueing_waits_for_the_transaction_to_commit(stale, django_capture_on
     finally:
         Conf.SYNC = sync
     assert OrmQ.objects.count() == 1
+
+
+@pytest.mark.parametrize("kind", ["orm", "redis"])
+def test_a_process_enqueues_through_one_broker(
+    stale, django_capture_on_commit_callbacks, monkeypatch, kind
+):
+    """django-q2 makes a broker per task unless given one, and its Redis broker's is a new
+    connection pool: a connection to Redis per task. config.queue keeps one per process,
+    so many tasks cost one connection."""
+    from django_q.conf import Conf
+
+    from config import queue
+
+    if kind == "redis":
+        import redis
+
+        url = "redis://127.0.0.1:6379/12"
+        try:
+            probe = redis.Redis.from_url(url, socket_timeout=2)
+            probe.flushdb()
+        except redis.RedisError:
+            pytest.skip("Redis is not answering on 127.0.0.1:6379")
+        monkeypatch.setattr(Conf, "ORM", None)
+        monkeypatch.setattr(Conf, "REDIS", url)
+    monkeypatch.setattr(Conf, "SYNC", False)  # queue for a real cluster
+    monkeypatch.setattr(queue, "_broker", None)
+    made = []
+    monkeypatch.setattr(queue, "get_broker", lambda: made.append(1) or get_broker())
+    if kind == "redis":
+        connections = probe.info("stats")["total_connections_received"]
+    with django_capture_on_commit_callbacks(execute=True):
+        for _ in range(5):
+            sweep_enqueue(namespace_id=stale.namespace_id)
+    assert len(made) == 1
+    if kind == "redis":
+        # The broker's one connection (and none per task); the list holds the five.
+        after = probe.info("stats")["total_connections_received"]
+        assert after - connections == 1
+        assert probe.llen(queue.broker().list_key) == 5
+        probe.flushdb()
+    else:
+        assert OrmQ.objects.count() == 5
 
 
 # --- Schedules ---------------------------------------------------------------------------
