@@ -33,6 +33,8 @@ from memories.models import Namespace
 
 LOAD_CONCURRENCY = (1, 8, 32)
 UNIQUE_MARK = "UNIQUEMARK"  # in a body's content, replaced by each request's own suffix
+# The Lua line that does it: wrk sets `tid` (the thread's number) in setup().
+_UNIQUE_LUA = '  body = string.gsub(body, "{mark}", "{unique} " .. tostring(tid) .. "-" .. i)\n'
 
 
 def _free_port() -> int:
@@ -339,6 +341,7 @@ def _wrk_script(path: str, token: str, bodies: list[dict[str, Any]], *, unique: 
     if unique:
         bodies = [body | {"content": f"{body['content']} {UNIQUE_MARK}"} for body in bodies]
     encoded = ",\n".join(f"  [==[{json.dumps(body)}]==]" for body in bodies)
+    suffix_line = _UNIQUE_LUA.format(mark=UNIQUE_MARK, unique=unique) if unique else ""
     return f"""
 wrk.method = "POST"
 wrk.path = "{path}"
@@ -356,10 +359,7 @@ local i = 0
 request = function()
   i = i + 1
   local body = bodies[(i % #bodies) + 1]
-  if {"true" if unique else "false"} then
-    body = string.gsub(body, "{UNIQUE_MARK}", "{unique} " .. tostring(tid) .. "-" .. i)
-  end
-  return wrk.format(nil, nil, nil, body)
+{suffix_line}  return wrk.format(nil, nil, nil, body)
 end
 done = function(summary, latency, requests)
   local e = summary.errors

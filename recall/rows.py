@@ -161,7 +161,7 @@ def association_links_with_rows(
     give them; and the links of kind `near_duplicate` touching ids or any far end.
 
     Association spreading and the collapsing of near-duplicates in one round trip instead
-    of three: spreading adds far ends as candidates, and the collapsing needs the
+    of two: spreading adds far ends as candidates, and the collapsing needs the
     near-duplicate links of every candidate, which are among those returned (the caller
     keeps the ones touching its final candidates: association_links(candidates,
     kind=near_duplicate) would return the same).
