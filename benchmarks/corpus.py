@@ -112,6 +112,23 @@ def queries(count: int, seed: int = QUERY_SEED) -> list[str]:
     return found
 
 
+def typo_queries(count: int, seed: int = QUERY_SEED) -> list[str]:
+    """queries(count, seed) as a hurried typist writes them: one letter of every word of
+    four letters or more replaced, so that the stemmed match finds few of them or none
+    and the typo sub-queries (and, below the limit, stage Ss) do the work."""
+    rng = random.Random(seed + 1)
+    typed = []
+    for query in queries(count, seed):
+        words = []
+        for word in query.split():
+            if len(word) >= 4:
+                at = rng.randrange(1, len(word))
+                word = word[:at] + ("x" if word[at] != "x" else "q") + word[at + 1 :]
+            words.append(word)
+        typed.append(" ".join(words))
+    return typed
+
+
 def _owner():
     owner, _ = get_user_model().objects.get_or_create(username=BENCH_USER)
     return owner

@@ -124,3 +124,38 @@ def test_typo_candidates_are_the_same_read_by_namespace_or_by_index(user, namesp
 
     assert sorted(by_namespace) == sorted(by_index)
     assert len(by_namespace) == 5
+
+
+def test_typo_scores_match_each_text_word_by_word():
+    """fuzzy_scores matches each distinct word once; the scores are those of matching every
+    text's words one by one (word_match), typos, substrings and misses alike."""
+    import random
+
+    from recall.stages.full_text import FUZZY_SIMILARITY, fuzzy_scores, word_match
+
+    rng = random.Random(7)
+    vocabulary = [
+        "".join(rng.choice("aeiouklmnrst") for _ in range(rng.randint(2, 11))) for _ in range(300)
+    ]
+    texts = [(n, " ".join(rng.sample(vocabulary, rng.randint(0, 12)))) for n in range(400)]
+    texts.append((400, None))
+
+    def by_text(terms: list[str]) -> list[tuple[int, float]]:
+        scored = []
+        for memory_id, text in texts:
+            matches = [word_match(term, set((text or "").split())) for term in terms]
+            good = [m for m in matches if m >= FUZZY_SIMILARITY]
+            if good:
+                scored.append((memory_id, sum(good) / len(terms)))
+        return scored
+
+    found = 0
+    for _ in range(60):
+        terms = []
+        for word in rng.sample(vocabulary, rng.randint(1, 3)):
+            at = rng.randrange(len(word))
+            terms.append(word[:at] + rng.choice("xyz" + word) + word[at + 1 :])
+        expected = by_text(terms)
+        assert fuzzy_scores(terms, texts) == expected
+        found += len(expected)
+    assert found > 500  # the terms did match: typos, substrings and partial matches
