@@ -439,16 +439,18 @@ def _trigram(
     where, params = filters.sql("m")
     pieces = list(dict.fromkeys(p for term in terms for p in _halves(term)))
     if is_postgres():
+        # LIKE, not ILIKE: the column and the terms are both folded (memories.text.fold),
+        # and ILIKE's case-insensitive recheck of each proposed row cost twice as much.
         condition_params = [f"%{_escape_like(piece)}%" for piece in pieces]
         if small:
-            condition = " OR ".join([f"own.{column} ILIKE %s"] * len(pieces))
+            condition = " OR ".join([f"own.{column} LIKE %s"] * len(pieces))
             sql = (
                 f"{_own_rows(column, where)} SELECT own.id, own.{column} FROM own "
                 f"WHERE ({condition}) ORDER BY own.id DESC LIMIT %s"
             )
             all_params = [*params, *condition_params, TRIGRAM_SCAN]
         else:
-            condition = " OR ".join([f"m.{column} ILIKE %s"] * len(pieces))
+            condition = " OR ".join([f"m.{column} LIKE %s"] * len(pieces))
             sql = (
                 f"SELECT m.id, m.{column} FROM memories_memory m "
                 f"WHERE ({condition}) AND {where} LIMIT %s"

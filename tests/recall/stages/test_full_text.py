@@ -41,11 +41,16 @@ def test_it_tolerates_typos(recall, make_memory):
     make_memory("The garden needs watering twice a week")
     result = recall("postgrsql")
     assert ids(result) == [target.pk]
+    # Case and accents do not count: query and stored text are folded alike.
+    assert ids(recall("POSTGRSQL")) == [target.pk]
 
 
 def test_it_matches_substrings(recall, make_memory):
     target = make_memory("Kubernetes cluster upgrade is scheduled")
     assert ids(recall("bernet")) == [target.pk]
+    assert ids(recall("BERNÉT")) == [target.pk]
+    accented = make_memory("Rendez-vous au Château Frontenac")
+    assert ids(recall("CHATEA")) == [accented.pk]
 
 
 def test_it_folds_diacritics(recall, make_memory):
