@@ -159,7 +159,8 @@ if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
 # configured, the database otherwise. Never a per-process memory cache.
 if REDIS_URL:
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        # Django's, with one redis-py client per connection pool (config/cache.py).
+        "default": {"BACKEND": "config.cache.RedisCache", "LOCATION": REDIS_URL}
     }
 else:
     CACHES = {

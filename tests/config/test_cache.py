@@ -66,3 +66,34 @@ def test_a_thousand_live_keys_all_stay(cache_table):
     assert cache.get_many([f"throttle-{n}" for n in range(1000)]) == {
         f"throttle-{n}": n for n in range(1000)
     }
+
+
+def test_the_redis_cache_keeps_one_client_per_pool(monkeypatch):
+    """Django's Redis cache builds a redis-py client for every operation; ours keeps the
+    pool's one, and the cache works as Django's does against a real Redis."""
+    import redis
+
+    from config.cache import RedisCache
+
+    url = "redis://127.0.0.1:6379/13"
+    try:
+        redis.Redis.from_url(url, socket_timeout=2).flushdb()
+    except redis.RedisError:
+        pytest.skip("Redis is not answering on 127.0.0.1:6379")
+    made = []
+    real = redis.Redis.__init__
+
+    def counting(self, *args, **kwargs):
+        made.append(1)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.Redis, "__init__", counting)
+    redis_cache = RedisCache(url, {})
+    redis_cache.set("a", {"n": 1}, 30)
+    assert redis_cache.add("b", 0, 30) is True
+    assert redis_cache.incr("b") == 1
+    assert redis_cache.get_many(["a", "b", "missing"]) == {"a": {"n": 1}, "b": 1}
+    redis_cache.delete_many(["a", "b"])
+    assert redis_cache.get("a") is None
+    assert len(made) == 1
+    redis_cache.clear()
