@@ -32,7 +32,7 @@ from memories.services import NEAR_DUPLICATE
 from recall import fusion, ranking
 from recall.embeddings import EmbeddingUnavailable, embed_texts, get_provider
 from recall.fusion import Candidate
-from recall.rows import association_links, association_links_with_rows, load_rows
+from recall.rows import association_links, association_links_with_rows, json_list, load_rows
 from recall.scoring import RecallScoringConfig
 from recall.stages import (
     ALL_STAGES,
@@ -622,8 +622,8 @@ def _explain(
         boosts=dict(cand.boosts),
         metadata={
             "topic": row["topic"],
-            "emotion_tags": row["emotion_tags"],
-            "importance_flags": row["importance_flags"],
+            "emotion_tags": json_list(row["emotion_tags"]),
+            "importance_flags": json_list(row["importance_flags"]),
             "confidence": row["confidence"],
             "created_at": created.isoformat() if created else None,
             "tier": row["tier"],

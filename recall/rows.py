@@ -41,7 +41,10 @@ ROW_FIELDS = (
     "valid_until_ts",
     "signature",
 )
-_JSON_FIELDS = ("keywords", "recall_timestamps", "emotion_tags", "importance_flags")
+# keywords and recall_timestamps are decoded for every candidate, since ranking reads them;
+# emotion_tags and importance_flags stay as stored until a candidate becomes a result
+# (json_list), which only ten or so of the few hundred do.
+_JSON_FIELDS = ("keywords", "recall_timestamps")
 # Times are read as Unix seconds: decoding a few hundred timestamps per query into aware
 # datetimes cost more than any ranking step; the results' created_at is made from them.
 _EPOCH_SQL = {
@@ -106,16 +109,22 @@ def load_rows(ids: list[int], filters: RecallFilters | None = None) -> dict[int,
     return rows
 
 
+def json_list(value: Any) -> Any:
+    """A JSON column's value as read (text on SQLite, and through Django's loader on
+    PostgreSQL) decoded; unreadable or missing is an empty list."""
+    if isinstance(value, str | bytes):
+        if value == "[]" or value == b"[]":
+            return []
+        try:
+            return json.loads(value)
+        except ValueError:
+            return []
+    return [] if value is None else value
+
+
 def _decode(row: dict[str, Any]) -> None:
     for name in _JSON_FIELDS:
-        value = row[name]
-        if isinstance(value, str | bytes):
-            try:
-                row[name] = json.loads(value) if value not in ("[]", b"[]") else []
-            except ValueError:
-                row[name] = []
-        elif value is None:
-            row[name] = []
+        row[name] = json_list(row[name])
 
 
 def _link_namespaces(alias: str, namespace_ids: tuple[int, ...]) -> tuple[str, list]:

@@ -319,9 +319,21 @@ def test_it_blends_in_memories_from_the_review_danger_zone(namespace, make_memor
 
 
 def test_it_explains_each_result(recall, make_memory):
-    make_memory("Pay the electricity bill", keywords=["bills"], emotion_score=2.0)
+    make_memory(
+        "Pay the electricity bill",
+        keywords=["bills"],
+        emotion_score=2.0,
+        emotion_tags=["worry"],
+        importance_flags=["deadline"],
+    )
+    make_memory("Pay the water bill")  # stored lists empty
     payload = recall("electricity bill", stages=["Sf"]).to_dict()
     hit = payload["results"][0]
+    assert hit["metadata"]["emotion_tags"] == ["worry"]
+    assert hit["metadata"]["importance_flags"] == ["deadline"]
+    assert hit["metadata"]["keywords"] == ["bills"]
+    other = payload["results"][1]
+    assert (other["metadata"]["emotion_tags"], other["metadata"]["importance_flags"]) == ([], [])
     assert hit["explanation"]["stages"] == ["Sf"]
     assert hit["explanation"]["stage_scores"]["Sf"] > 0
     assert hit["explanation"]["boosts"]["emotion"] == pytest.approx(0.04)
