@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from config.db import is_postgres, pick
+from config.db import is_postgres
 from memories.signatures import hamming_similarity, simhash
 from recall.stages.filters import RecallFilters
 
@@ -38,44 +38,44 @@ def signature_search(
     """Memories whose SimHash is within the Hamming similarity threshold, best first.
 
     PostgreSQL compares in SQL (bytea to bit string, XOR, bit_count); SQLite through a
-    registered function. Both scan the newest scan_cap filtered rows (those whose
-    signature has another length, from another SIGNATURE_BITS, match nothing): a 0.65 threshold is
-    too loose for LSH banding to prune anything (see docs/recall.md).
+    registered function. Both scan the newest scan_cap filtered rows; a signature of
+    another length (from another SIGNATURE_BITS) is read and matches nothing. A 0.65
+    threshold is too loose for LSH banding to prune anything (see docs/recall.md).
     """
     signature = simhash(text, bits=bits)
     if not any(signature) or cap <= 0:
         return []
     n_bytes = bits // 8
     where, params = filters.sql("m")
-    # The signature's length is checked outside the scan: inside, PostgreSQL (which keeps
-    # no statistics on the expression) guessed that 1 row in 200 passes and chose to read
-    # and sort the whole namespace rather than walk its newest rows by the created_at
-    # index: 106 against 22 ms at 100,000 memories.
+    # The signature's length is not a condition of the scan: there PostgreSQL, which keeps
+    # no statistics on octet_length(signature), guessed that 1 row in 200 passes, and read
+    # and sorted the whole namespace rather than walk its newest rows by the created_at
+    # index (106 against 22 ms at 100,000 memories).
     newest = (
         f"SELECT m.id, m.signature FROM memories_memory m WHERE {where} "
         "ORDER BY m.created_at DESC LIMIT %s"
     )
-    length = f"{pick(postgres='octet_length', sqlite='length')}(n.signature) = %s"
     connection.ensure_connection()
     if is_postgres():
+        # CASE, not a WHERE beside the similarity: the planner may evaluate ANDed
+        # conditions in any order, and a bit string of another length cannot be cast.
         sim = (
-            f"1.0 - bit_count(('x' || encode(n.signature, 'hex'))::bit({bits}) "
-            f"# q.bits)::float / {bits}"
+            "CASE WHEN octet_length(n.signature) = %s THEN 1.0 - bit_count(('x' || "
+            f"encode(n.signature, 'hex'))::bit({bits}) # q.bits)::float / {bits} END"
         )
         sql = (
             f"WITH q AS (SELECT ('x' || %s)::bit({bits}) AS bits) "
-            f"SELECT id, sim FROM (SELECT n.id, {sim} AS sim FROM ({newest}) n, q "
-            f"WHERE {length}) s WHERE sim >= %s ORDER BY sim DESC, id LIMIT %s"
+            f"SELECT id, sim FROM (SELECT n.id, {sim} AS sim FROM ({newest}) n, q) s "
+            "WHERE sim >= %s ORDER BY sim DESC, id LIMIT %s"
         )
-        all_params = [signature.hex(), *params, scan_cap, n_bytes, threshold, cap]
+        all_params = [signature.hex(), n_bytes, *params, scan_cap, threshold, cap]
     else:
-        _register_sqlite_hamming()
+        _register_sqlite_hamming()  # None for a signature of another length
         sql = (
             "SELECT id, sim FROM (SELECT n.id, engram_hamming_similarity(n.signature, %s) "
-            f"AS sim FROM ({newest}) n WHERE {length}) WHERE sim >= %s "
-            "ORDER BY sim DESC, id LIMIT %s"
+            f"AS sim FROM ({newest}) n) WHERE sim >= %s ORDER BY sim DESC, id LIMIT %s"
         )
-        all_params = [signature, *params, scan_cap, n_bytes, threshold, cap]
+        all_params = [signature, *params, scan_cap, threshold, cap]
     with connection.cursor() as cursor:
         cursor.execute(sql, all_params)
         return [(memory_id, float(sim)) for memory_id, sim in cursor.fetchall()]
