@@ -49,7 +49,7 @@ from review.models import Card, ReviewLog
 BENCH_USER = "engram-bench"
 CORPUS_SLUG = "bench-corpus"
 SCRATCH_SLUG = "bench-ingest"
-CORPUS_VERSION = 3
+CORPUS_VERSION = 4
 SEED = 9
 BATCH = 1_000  # memories per bulk request in the ingest figures
 LOAD_BATCH = 5_000  # memories per insert batch when building the corpus
@@ -323,6 +323,7 @@ def _bulk_memories(
                     Memory(
                         **item,
                         last_used_at=item["created_at"],
+                        valid_from=item["created_at"],  # memory_build's default
                         search_text=search_text,
                         signature=signature,
                     )

@@ -11,6 +11,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db.models import F
 
 from benchmarks import corpus as bench_corpus
 from benchmarks.corpus import CORPUS_SLUG, vocabulary
@@ -46,6 +47,7 @@ def test_it_prints_one_table_with_every_requested_figure() -> None:
         "service: memory_create x 5",
         "service: memory_bulk_create of 1000",
         "in process p50 / p95 / p99",
+        "in process, typos, p50 / p95 / p99",
         "stage Sf",
         "review_queue(limit 50) p50 / p95 / p99",
         "per 1,000 memories: whole database",
@@ -55,6 +57,8 @@ def test_it_prints_one_table_with_every_requested_figure() -> None:
     corpus = Namespace.objects.get(slug=CORPUS_SLUG)
     assert Memory.objects.filter(namespace=corpus).count() == 200
     assert Association.objects.filter(namespace=corpus).exists()
+    # As memory_build writes them: true since they were written (recall's as_of reads it).
+    assert not Memory.objects.filter(namespace=corpus).exclude(valid_from=F("created_at")).exists()
     # Ingest wrote to a scratch namespace, emptied afterwards.
     assert Memory.objects.count() == 200
 
