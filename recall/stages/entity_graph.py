@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Q
 
 from config.db import is_postgres
 from memories.models import LIVE_STATUSES, Entity, Relation
@@ -85,29 +84,52 @@ def entity_search(
     if first is None:
         return None, []
     entity_id, display = found[first]
-    visible_memory = Q(memory__isnull=True) | Q(
-        memory__classification__lte=filters.ceiling, memory__status__in=LIVE_STATUSES
-    )
-    relations = (
-        Relation.objects.filter(Q(subject_id=entity_id) | Q(object_id=entity_id))
-        .filter(visible_memory, namespace_id__in=filters.namespace_ids)
-        .filter(classification__lte=filters.ceiling)
-        .select_related("subject", "object")
-        .order_by("-weight", "id")[:RELATION_LIMIT]
-    )
     hits = [
         RelationHit(
-            relation_id=relation.pk,
+            relation_id=relation_id,
             entity=display or first,
-            subject=str(relation.subject),
-            predicate=relation.predicate,
-            object=str(relation.object),
-            score=relation.weight,
-            memory_id=relation.memory_id,
+            subject=subject,
+            predicate=predicate,
+            object=object_,
+            score=weight,
+            memory_id=memory_id,
         )
-        for relation in relations
+        for relation_id, subject, predicate, object_, weight, memory_id in _relations_of(
+            entity_id, filters
+        )
     ]
     return display or first, hits
+
+
+def _relations_of(entity_id: int, filters: RecallFilters) -> list[tuple]:
+    """(id, subject, predicate, object, weight, memory id) of the best RELATION_LIMIT
+    relations of an entity, either way, within the namespaces and the ceiling; the
+    entities as str() names them (display name, else name).
+
+    A relation drawn from a memory is hidden when that memory is now above the ceiling or
+    no longer live; one without a memory (never one, or purged) shows within its own
+    level. Raw SQL, as _entities_named: the ORM's compiling and building of the twenty
+    relations with their two entities cost 3-4 ms of a 5 ms stage, the statement 0.5.
+    """
+    relation = connection.ops.quote_name(Relation._meta.db_table)
+    entity = connection.ops.quote_name(Entity._meta.db_table)
+    namespaces, ns_params = in_list("r.namespace_id", list(filters.namespace_ids))
+    live = f"m.status IN ({', '.join(['%s'] * len(LIVE_STATUSES))})"
+    sql = (
+        "SELECT r.id, COALESCE(NULLIF(s.display_name, ''), s.name), r.predicate, "
+        "COALESCE(NULLIF(o.display_name, ''), o.name), r.weight, r.memory_id "
+        f"FROM {relation} r JOIN {entity} s ON s.id = r.subject_id "
+        f"JOIN {entity} o ON o.id = r.object_id "
+        "LEFT JOIN memories_memory m ON m.id = r.memory_id "
+        f"WHERE (r.subject_id = %s OR r.object_id = %s) AND {namespaces} "
+        "AND r.classification <= %s "
+        f"AND (r.memory_id IS NULL OR (m.classification <= %s AND {live})) "
+        "ORDER BY r.weight DESC, r.id LIMIT %s"
+    )
+    params = [entity_id, entity_id, *ns_params, filters.ceiling, filters.ceiling]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *LIVE_STATUSES, RELATION_LIMIT])
+        return cursor.fetchall()
 
 
 def _entities_named(names: list[str], filters: RecallFilters) -> list[tuple[int, str, str]]:
