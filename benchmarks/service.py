@@ -380,6 +380,7 @@ def recall_rows(
         else:
             rows.append(("recall", f"  stage {name}", "skipped", f"({ran})"))
     rows.append(("recall", "results per query (mean)", f"{hits / count:.1f}", "memories"))
+    rows.append(tracked_recall_row(namespace, queries, progress))
     progress(f"  recall: {count} queries with typos in process ...")
     typos = []
     for query in corpus.typo_queries(count):
@@ -389,7 +390,6 @@ def recall_rows(
         )
         typos.append((time.perf_counter() - t0) * 1000)
     rows.append(("recall", "in process, typos, p50 / p95 / p99", _ms(typos), "ms"))
-    rows.append(tracked_recall_row(namespace, queries, progress))
     if server:
         progress(f"  recall: {count} queries over HTTP ...")
         timings = []

@@ -340,11 +340,16 @@ def word_match(term: str, text_words: Iterable[str]) -> float:
     for word in text_words:
         if term in word:
             return 1.0
-        grams = trigrams(word)
-        union = len(term_grams | grams)
-        if union:
-            best = max(best, len(term_grams & grams) / union)
+        best = max(best, _word_score(term, term_grams, word, trigrams(word)))
     return best
+
+
+def _word_score(term: str, term_grams: frozenset[str], word: str, grams: frozenset[str]) -> float:
+    """One query word against one stored word: 1.0 inside it, else their trigram Jaccard."""
+    if term in word:
+        return 1.0
+    shared = len(term_grams & grams)
+    return shared / (len(term_grams) + len(grams) - shared)
 
 
 def fuzzy_scores(
@@ -367,13 +372,10 @@ def fuzzy_scores(
         size = len(grams)
         scores = []
         for term, ours in term_grams:
-            if term in word:
-                scores.append(1.0)
-            elif min(size, len(ours)) < FUZZY_SIMILARITY * max(size, len(ours)):
+            if term not in word and min(size, len(ours)) < FUZZY_SIMILARITY * max(size, len(ours)):
                 scores.append(0.0)
             else:
-                shared = len(ours & grams)
-                scores.append(shared / (size + len(ours) - shared))
+                scores.append(_word_score(term, ours, word, grams))
         return scores
 
     split = [(memory_id, set((text or "").split())) for memory_id, text in texts]
