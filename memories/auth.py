@@ -18,7 +18,12 @@ from rest_framework.request import Request
 
 from memories.models import ApiToken, Classification, Memory, Namespace
 from memories.services import token_hash
-from memories.token_cache import token_by_prefix, token_cache_store
+from memories.token_cache import (
+    token_by_prefix,
+    token_cache_store,
+    token_namespaces,
+    token_namespaces_store,
+)
 
 # last_used_at is refreshed at most this often, so a busy token is not a write per request.
 LAST_USED_RESOLUTION = timedelta(minutes=5)
@@ -107,9 +112,15 @@ class Scope:
     def namespaces_named(self, slugs: Iterable[str]) -> dict[str, Namespace]:
         """The namespaces in scope among slugs, by slug; only those are read (a user may own
         a thousand). Unordered: the model's ordering costs more to compile (0.5 ms of a
-        request's CPU) than the look-up costs the database."""
+        request's CPU) than the look-up costs the database. An API token's are kept by
+        memories.token_cache between requests."""
         wanted = {slug for slug in slugs if isinstance(slug, str)}  # others name none
-        return {ns.slug: ns for ns in self.namespaces().filter(slug__in=wanted).order_by()}
+        found = token_namespaces(self.token, wanted)  # what this process keeps: no statement
+        if missing := wanted - found.keys():
+            read = {ns.slug: ns for ns in self.namespaces().filter(slug__in=missing).order_by()}
+            token_namespaces_store(self.token, read)
+            found |= read
+        return found
 
     def namespace(self, slug: str, *, field: str = "namespace") -> Namespace:
         """A namespace in scope named in a body or query; unknown ones are a field error."""

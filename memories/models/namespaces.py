@@ -26,6 +26,20 @@ MODE_WEIGHTS: dict[str, dict[str, float]] = {
 }
 
 
+class NamespaceQuerySet(models.QuerySet["Namespace"]):
+    def update(self, **kwargs) -> int:
+        """An update sends no signal, so the owners' API tokens are told here: their
+        processes keep the namespaces they named (memories.token_cache)."""
+        from memories.token_cache import namespaces_changed  # the cache imports the models
+
+        owners = set(self.values_list("owner_id", flat=True))
+        changed = super().update(**kwargs)
+        namespaces_changed(owners)
+        return changed
+
+    update.alters_data = True
+
+
 class Namespace(models.Model):
     """A user's memory space; every memory, card and query lives in exactly one."""
 
@@ -182,6 +196,8 @@ class Namespace(models.Model):
     )
 
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+
+    objects = NamespaceQuerySet.as_manager()
 
     class Meta:
         ordering = ["owner_id", "name"]
