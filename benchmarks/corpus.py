@@ -41,7 +41,7 @@ from memories.models import (
 )
 from memories.services import memories_insert
 from memories.signatures import simhash
-from memories.text import fold
+from memories.text import content_key, fold
 from recall import termstats
 from recall.models import RecallEvent
 from review.models import Card, ReviewLog
@@ -49,7 +49,7 @@ from review.models import Card, ReviewLog
 BENCH_USER = "engram-bench"
 CORPUS_SLUG = "bench-corpus"
 SCRATCH_SLUG = "bench-ingest"
-CORPUS_VERSION = 4
+CORPUS_VERSION = 5
 SEED = 9
 BATCH = 1_000  # memories per bulk request in the ingest figures
 LOAD_BATCH = 5_000  # memories per insert batch when building the corpus
@@ -282,10 +282,14 @@ def corpus(
     return first, True
 
 
-def _derived(texts: list[tuple[str, str]]) -> list[tuple[str, bytes]]:
-    """(search_text, signature) per (content, keywords): the service's derived fields."""
+def _derived(texts: list[tuple[str, str]]) -> list[tuple[str, bytes, str]]:
+    """(search_text, signature, content_key) per (content, keywords): the service's derived
+    fields (memory_derive)."""
     bits = settings.SIGNATURE_BITS
-    return [(fold(f"{c} {k}".strip()), simhash(f"{c} {k}".strip(), bits=bits)) for c, k in texts]
+    return [
+        (fold(f"{c} {k}".strip()), simhash(f"{c} {k}".strip(), bits=bits), content_key(c))
+        for c, k in texts
+    ]
 
 
 def _bulk_memories(
@@ -318,7 +322,7 @@ def _bulk_memories(
         derived_batches = pool.map(_derived, texts) if pool else map(_derived, texts)
         for batch, derived in zip(batches, derived_batches, strict=True):
             memories = []
-            for item, (search_text, signature) in zip(batch, derived, strict=True):
+            for item, (search_text, signature, key) in zip(batch, derived, strict=True):
                 memories.append(
                     Memory(
                         **item,
@@ -326,6 +330,7 @@ def _bulk_memories(
                         valid_from=item["created_at"],  # memory_build's default
                         search_text=search_text,
                         signature=signature,
+                        content_key=key,
                     )
                 )
             with transaction.atomic():

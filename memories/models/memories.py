@@ -209,7 +209,10 @@ class Memory(models.Model):
             models.Index(fields=["namespace", "topic"], name="memory_ns_topic"),
             models.Index(fields=["namespace", "created_at"], name="memory_ns_created"),
             models.Index(fields=["namespace", "tier", "status"], name="memory_ns_tier_status"),
-            models.Index(fields=["namespace", "content_key"], name="memory_ns_content_key"),
+            # Led by the key, which the duplicate check looks up with the namespace kept off
+            # every index (memories.services.duplicates): led by the namespace, the planner
+            # could take any index of the namespace instead.
+            models.Index(fields=["content_key", "namespace"], name="memory_content_key_ns"),
             models.Index(
                 fields=["namespace", "session_id", "position", "created_at"],
                 name="memory_ns_session",

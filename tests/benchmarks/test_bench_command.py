@@ -17,6 +17,7 @@ from benchmarks import corpus as bench_corpus
 from benchmarks.corpus import CORPUS_SLUG, vocabulary
 from benchmarks.plot import load_runs, series
 from memories.models import Association, Memory, Namespace
+from memories.text import content_key
 from review.models import Card
 
 
@@ -59,6 +60,9 @@ def test_it_prints_one_table_with_every_requested_figure() -> None:
     assert Association.objects.filter(namespace=corpus).exists()
     # As memory_build writes them: true since they were written (recall's as_of reads it).
     assert not Memory.objects.filter(namespace=corpus).exclude(valid_from=F("created_at")).exists()
+    # Each with its content key, as memory_derive writes it (the duplicate check's index).
+    for memory in Memory.objects.filter(namespace=corpus)[:20]:
+        assert memory.content_key == content_key(memory.content)
     # Ingest wrote to a scratch namespace, emptied afterwards.
     assert Memory.objects.count() == 200
 

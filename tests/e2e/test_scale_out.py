@@ -729,6 +729,25 @@ def test_two_servers_and_two_clusters_lose_nothing_and_do_nothing_twice(
         time.sleep(1)
     settled_seconds = time.monotonic() - load_started
 
+    # --- A namespace taken from a token reaches both servers on their next request -------
+    # Each web process keeps the namespaces a token named (memories/token_cache.py) under
+    # the token's generation; a third process takes namespace "cards" from token b.
+    for side in (0, 1):
+        listed = api.call(side, "b", "GET", "/memories?namespace=cards", expect=(200,))
+        assert listed is not None, api.problems
+    manage(
+        env,
+        "shell",
+        "--no-imports",
+        "-c",
+        "from memories.models import ApiToken, Namespace; "
+        "ApiToken.objects.get(name='b').namespaces.remove(Namespace.objects.get(slug='cards'))",
+    )
+    for side in (0, 1):
+        refused = api.call(side, "b", "GET", "/memories?namespace=cards", expect=(400,))
+        assert refused is not None, api.problems
+        assert refused.json()["error"]["fields"] == {"namespace": ["No such namespace."]}
+
     # --- A revocation reaches both servers on their next request ------------------------
     # With Redis both hold token a in the token cache (memories/token_cache.py) by now; a
     # third process (an administrator on another machine) revokes it.

@@ -152,3 +152,54 @@ def test_a_fact_said_again_after_it_was_superseded_is_stored_anew(writer, namesp
         format="json",
     ).json()
     assert bulk[0]["id"] == again.json()["id"] and bulk[0]["deduplicated"] is True
+
+
+def _clone(memory: Memory, copies: int, namespace_id: int) -> None:
+    """`copies` rows like `memory` in a namespace, each with a key of its own, in one
+    statement (fast enough to grow a namespace past what the statistics say)."""
+    columns = [f.column for f in Memory._meta.concrete_fields if f.column != "id"]
+    picked = {
+        "namespace_id": "%s",
+        "content_key": "md5(g::text) || md5(g::text)",
+    }
+    select = ", ".join(picked.get(c, c) for c in columns)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO memories_memory ({', '.join(columns)}) SELECT {select} "
+            "FROM memories_memory, generate_series(1, %s) AS g WHERE id = %s",
+            [namespace_id, copies, memory.pk],
+        )
+
+
+def test_the_duplicate_check_reads_the_key_whatever_the_statistics_say(user):
+    """The check must look the text up by its key. Led by the namespace, PostgreSQL could
+    take any index of the namespace, and did when its statistics said the namespace was
+    small: a new namespace filling faster than ANALYZE runs had every create read all of
+    it (memory_ns_tier_status, thousands of rows)."""
+    from memories.services.duplicates import live_duplicates
+
+    big = services.namespace_create(owner=user, name="Big")
+    small = services.namespace_create(owner=user, name="Small")
+    seed = services.memory_create(namespace=big, content="A note.")
+    statements = []
+
+    def keep(execute, sql, params, many, context):
+        statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    if connection.vendor == "postgresql":
+        _clone(seed, 3000, big.pk)
+        services.memory_create(namespace=small, content="A small note.")
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE memories_memory")  # small holds one memory, it says
+        _clone(seed, 3000, small.pk)  # and now 3,001
+    wanted = services.memory_create(namespace=small, content="The one to find.")
+    with connection.execute_wrapper(keep):
+        found = live_duplicates([(small.pk, wanted.content_key)], ceiling=Classification.RESTRICTED)
+    assert [m.pk for m in found.values()] == [wanted.pk]
+    sql, params = statements[0]
+    explain = "EXPLAIN " if connection.vendor == "postgresql" else "EXPLAIN QUERY PLAN "
+    with connection.cursor() as cursor:
+        cursor.execute(explain + sql, params)
+        plan = " ".join(str(row) for row in cursor.fetchall())
+    assert "memory_content_key_ns" in plan, plan
