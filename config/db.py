@@ -68,3 +68,31 @@ def foreign_key_indexes(fields: Iterable[tuple[str, str]], *, drop: bool):
                 )
 
     return run
+
+
+# Autovacuum analyses a table every this many changed rows (autoanalyze_every).
+AUTOANALYZE_ROWS = 5_000
+
+
+def autoanalyze_every(tables: Iterable[str], *, reset: bool = False):
+    """A migration's RunPython function: on PostgreSQL, autovacuum analyses each table once
+    AUTOANALYZE_ROWS rows have changed rather than a tenth of the table (`reset`: back to
+    the server's defaults). Per-namespace statements rely on the statistics' count of a
+    namespace's rows; at the default a large table keeps estimating a namespace that is
+    filling fast at one row, and every index led by the namespace then looks as good as
+    any other (memories migration 0024)."""
+
+    def run(apps, schema_editor) -> None:
+        if schema_editor.connection.vendor != "postgresql":
+            return
+        for table in tables:
+            if reset:
+                change = "RESET (autovacuum_analyze_scale_factor, autovacuum_analyze_threshold)"
+            else:
+                change = (
+                    "SET (autovacuum_analyze_scale_factor = 0, "
+                    f"autovacuum_analyze_threshold = {AUTOANALYZE_ROWS})"
+                )
+            schema_editor.execute(f"ALTER TABLE {schema_editor.quote_name(table)} {change}")
+
+    return run

@@ -99,7 +99,7 @@ def token_cache_forget(prefixes: list[str]) -> None:
 
 # --- The namespaces a token names, per process --------------------------------------------
 
-_NAMED_MAX = 4096  # entries (token, generation, slug); the least recently used go first
+_NAMED_MAX = 1024  # entries (token, generation, slug), a few kB each; least recently used go first
 _named: OrderedDict[tuple[str, str, str], tuple[float, Namespace]] = OrderedDict()
 _named_lock = threading.Lock()
 
