@@ -3,8 +3,8 @@
 Led by the namespace, it competed with every other index that leads with the namespace,
 and when the statistics said a namespace was small (a new one, filling faster than
 ANALYZE runs) PostgreSQL took memory_ns_tier_status and read every memory of the namespace
-on each create: the check grew with the namespace (docs/benchmarks.md, "The duplicate
-check and a growing namespace"). The check now keeps its namespace condition off every
+on each create: the check grew with the namespace (docs/benchmarks.md, "Per request: the
+namespace, and the duplicate check of a growing namespace"). The check now keeps its namespace condition off every
 index (memories.services.duplicates), so this index is the only way in.
 """
 
