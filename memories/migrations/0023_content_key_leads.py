@@ -4,8 +4,9 @@ Led by the namespace, it competed with every other index that leads with the nam
 and when the statistics said a namespace was small (a new one, filling faster than
 ANALYZE runs) PostgreSQL took memory_ns_tier_status and read every memory of the namespace
 on each create: the check grew with the namespace (docs/benchmarks.md, "Per request: the
-namespace, and the duplicate check of a growing namespace"). The check now keeps its namespace condition off every
-index (memories.services.duplicates), so this index is the only way in.
+namespace, and the duplicate check of a growing namespace"). The check now keeps its
+namespace condition off every index (memories.services.duplicates), so this index is the
+only way in.
 """
 
 from django.db import migrations, models

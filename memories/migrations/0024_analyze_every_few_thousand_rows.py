@@ -8,10 +8,9 @@ that (an import, an agent's first day; any new namespace where the statistics kn
 the others) is estimated at one row meanwhile, and every index led by the namespace then
 looks as good as any other: the newest-first listing and stage Ss's scan read and sort the
 whole namespace instead of walking (namespace, created_at) backwards (5,000 rows: 3-6 ms),
-as the duplicate check did until migration 0023 (docs/benchmarks.md, notes on
-PostgreSQL). A fixed threshold bounds the staleness by rows whatever the
-table's size, at no more than one ANALYZE (a sample of 30,000 rows) a minute per table:
-autovacuum wakes once a minute.
+as the duplicate check did until migration 0023 (docs/benchmarks.md, notes on PostgreSQL).
+A fixed threshold bounds the staleness by rows whatever the table's size, at no more than
+one ANALYZE (a sample of 30,000 rows) a minute per table: autovacuum wakes once a minute.
 """
 
 from django.db import migrations
