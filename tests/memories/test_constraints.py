@@ -48,6 +48,7 @@ from memories.models import (
 )
 from recall.models import RecallEvent, TermStat
 from review.models import Card, ReviewLog, StudySession, StudySessionItem
+from tests.support.decay_fits import make_decay_fit
 
 APPS = ("memories", "review", "recall")
 MICROSECOND = timedelta(microseconds=1)
@@ -170,22 +171,7 @@ def row(namespace, make_memory, user):
             used_at=datetime.now(UTC),
             use_count=1,
         ),
-        DecayFit: lambda: DecayFit.objects.create(
-            namespace=namespace,
-            created_at=datetime.now(UTC),
-            model="exponential",
-            half_life_days=3.0,
-            beta=0.6,
-            power_alpha=1.1,
-            fast_half_life_days=0.5,
-            slow_half_life_days=7.0,
-            fast_weight=0.7,
-            rate=1e-6,
-            default_rate=1e-6,
-            n_memories=1,
-            n_uses_train=0,
-            n_uses_validation=0,
-        ),
+        DecayFit: lambda: make_decay_fit(namespace),
     }
 
     def make(model: type[models.Model]) -> models.Model:

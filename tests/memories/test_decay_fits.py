@@ -18,6 +18,7 @@ from memories.services.decay_fits import decay_fit_run, decay_fits_run, namespac
 from memories.services.uses import uses_prune
 from memories.sweep import sweep_run
 from memories.tracking import memories_track_recall
+from tests.support.decay_fits import make_decay_fit
 
 pytestmark = pytest.mark.django_db
 
@@ -199,18 +200,11 @@ def test_off_namespaces_are_not_fitted_by_the_schedule(namespace, make_memory):
 
 
 def _fit(namespace: Namespace, *, level: int, accepted: bool = True) -> DecayFit:
-    return DecayFit.objects.create(
-        namespace=namespace,
+    return make_decay_fit(
+        namespace,
         created_at=NOW,
-        model="exponential",
         half_life_days=0.5,
-        beta=0.6,
-        power_alpha=1.1,
-        fast_half_life_days=0.5,
-        slow_half_life_days=7.0,
-        fast_weight=0.7,
         rate=2.5e-6,
-        default_rate=1e-6,
         n_memories=300,
         n_uses_train=1500,
         n_uses_validation=400,

@@ -8,16 +8,16 @@ import pytest
 from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 
 from memories import services
-from memories.models import ApiToken, Classification, DecayFit, Namespace
+from memories.models import ApiToken, Classification, Namespace
 from memories.token_cache import (
     _token_cache_keys,
     token_by_prefix,
     token_namespaces,
     token_namespaces_store,
 )
+from tests.support.decay_fits import make_decay_fit
 
 pytestmark = pytest.mark.django_db
 
@@ -254,23 +254,7 @@ def test_a_decay_fit_deleted_or_saved_gives_the_owners_tokens_a_new_generation(
     keys = [_token_cache_keys(t.prefix)[1] for t in (token, other_token)]
     before = [cache.get(key) for key in keys]
     assert None not in before  # a token never changed has a generation all the same
-    fit = DecayFit.objects.create(
-        namespace=namespace,
-        created_at=timezone.now(),
-        model="exponential",
-        half_life_days=3.0,
-        beta=0.6,
-        power_alpha=1.1,
-        fast_half_life_days=0.5,
-        slow_half_life_days=7.0,
-        fast_weight=0.7,
-        rate=1e-6,
-        default_rate=1e-6,
-        n_memories=1,
-        n_uses_train=1,
-        n_uses_validation=1,
-        accepted=True,
-    )
+    fit = make_decay_fit(namespace, accepted=True)
     after_save = [cache.get(key) for key in keys]
     assert after_save[0] != before[0] and after_save[1] == before[1]  # only the owner's
     fit.delete()
