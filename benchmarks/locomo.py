@@ -19,6 +19,7 @@ import statistics
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,29 @@ def evidence_ids(evidence: Any) -> list[str]:
     for item in evidence or []:
         ids += [part for part in re.split(r"[;,\s]+", str(item)) if part]
     return list(dict.fromkeys(ids))
+
+
+def recall_at_k(
+    returned: Sequence[str | Sequence[str] | None], evidence: Sequence[str], k: int
+) -> float:
+    """Share of the evidence turns among the first k results: eval_recall's definition,
+    and bench_peer's. A result is a turn's dia_id, None (not a turn), or the dia_ids of every
+    turn that wrote it (a memory written twice, the second write answered with the first)."""
+    top: set[str] = set()
+    for entry in returned[:k]:
+        if isinstance(entry, str):
+            top.add(entry)
+        elif entry is not None:
+            top.update(entry)
+    return sum(1 for e in evidence if e in top) / len(evidence)
+
+
+def _turns_of(created_ids: Sequence[int], dia_ids: Sequence[str]) -> dict[int, tuple[str, ...]]:
+    """Memory id -> the dia_ids of the turns whose write returned it, in the file's order."""
+    turns: dict[int, list[str]] = {}
+    for memory_id, dia in zip(created_ids, dia_ids, strict=True):
+        turns.setdefault(memory_id, []).append(dia)
+    return {memory_id: tuple(dias) for memory_id, dias in turns.items()}
 
 
 def sessions(conversation: dict) -> list[tuple[int, datetime | None, list[dict]]]:
@@ -134,7 +158,8 @@ def load_conversation(
     request's worth of items (API_BULK_MAX) validated by the bulk endpoint's serializer and
     stored by its service, memory_bulk_create, which links each session's turns
     (`associations` False: a namespace with session_links off). Returns the namespace and
-    memory id -> dia_id."""
+    memory id -> the dia_ids of its turns (more than one when a turn repeats an earlier
+    one's text, which the namespace's dedupe answers with the earlier memory)."""
     slug = namespace_slug(item)
     namespace = namespace_create(owner=owner, name=slug, slug=slug, session_links=associations)
     items = conversation_items(item, captions=captions)
@@ -148,7 +173,7 @@ def load_conversation(
             fields.pop("namespace")
             validated.append({"namespace": namespace, **fields})
         created += memory_bulk_create(items=validated, source="eval", prevalidated=True)
-    return namespace, {memory.pk: dia for memory, dia in zip(created, dia_ids, strict=True)}
+    return namespace, _turns_of([memory.pk for memory in created], dia_ids)
 
 
 def load_conversation_http(
@@ -156,7 +181,7 @@ def load_conversation_http(
 ) -> tuple[str, dict[int, str]]:
     """load_conversation through the REST API: POST /namespaces, then POST /memories/bulk
     with the same items, in requests of BULK_REQUEST items. Returns the namespace's slug and
-    memory id -> dia_id."""
+    memory id -> the dia_ids of its turns."""
     slug = namespace_slug(item)
     client.post("/namespaces", {"name": slug, "slug": slug, "session_links": associations})
     items = conversation_items(item, captions=captions)
@@ -165,7 +190,7 @@ def load_conversation_http(
     for start in range(0, len(items), BULK_REQUEST):
         chunk = items[start : start + BULK_REQUEST]
         created += client.post("/memories/bulk", {"namespace": slug, "memories": chunk})
-    return slug, {memory["id"]: dia for memory, dia in zip(created, dia_ids, strict=True)}
+    return slug, _turns_of([memory["id"] for memory in created], dia_ids)
 
 
 def evaluate(
@@ -244,8 +269,7 @@ def evaluate(
                 latencies.append((time.perf_counter() - t0) * 1000)
                 returned = [dia_of.get(memory_id) for memory_id in ids]
                 for k in ks:
-                    top = set(returned[:k])
-                    share = sum(1 for e in evidence if e in top) / len(evidence)
+                    share = recall_at_k(returned, evidence, k)
                     hits[k].append(share)
                     by_category[category][k].append(share)
     finally:

@@ -149,14 +149,10 @@ def locomo_conversations(data: Sequence[dict[str, Any]]) -> list[Conversation]:
 # --- recall@k and latency --------------------------------------------------------------
 
 
-def recall_at_k(returned: Sequence[str], evidence: Sequence[str], k: int) -> float:
-    """Share of the evidence turns among the first k results (eval_recall's definition)."""
-    top = set(returned[:k])
-    return sum(1 for e in evidence if e in top) / len(evidence)
-
-
 def score_answers(
-    questions: Sequence[Question], returned: Sequence[Sequence[str]], ks: Sequence[int]
+    questions: Sequence[Question],
+    returned: Sequence[Sequence[str | Sequence[str] | None]],
+    ks: Sequence[int],
 ) -> dict[str, Any]:
     """recall@k overall and per category, averaged over questions (eval_recall's shape)."""
     if len(questions) != len(returned):
@@ -167,7 +163,7 @@ def score_answers(
     )
     for question, results in zip(questions, returned, strict=True):
         for k in ks:
-            share = recall_at_k(results, question.evidence, k)
+            share = locomo.recall_at_k(results, question.evidence, k)
             overall[k].append(share)
             by_category[question.category][k].append(share)
     return {

@@ -19,8 +19,8 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from benchmarks import corpus as bench_corpus
+from benchmarks import locomo, peer_table, peer_venv
 from benchmarks import peer as bench_peer
-from benchmarks import peer_table, peer_venv
 from benchmarks.locomo import load_conversation
 from benchmarks.peer import Question
 from benchmarks.peer_driver.cortexgraph_driver import ids_to_refs
@@ -115,12 +115,12 @@ def test_locomo_turns_and_questions_follow_eval_recalls_rules():
 
 def test_recall_at_k_is_the_share_of_evidence_in_the_first_k():
     returned = ["D1:1", "D2:2", "D1:3", "D2:4"]
-    assert bench_peer.recall_at_k(returned, ["D2:2"], 1) == 0.0
-    assert bench_peer.recall_at_k(returned, ["D2:2"], 2) == 1.0
-    assert bench_peer.recall_at_k(returned, ["D2:2", "D2:4"], 2) == 0.5
-    assert bench_peer.recall_at_k(returned, ["D2:2", "D2:4"], 10) == 1.0
-    assert bench_peer.recall_at_k([], ["D1:1"], 5) == 0.0
-    assert bench_peer.recall_at_k(["", ""], ["D1:1"], 5) == 0.0
+    assert locomo.recall_at_k(returned, ["D2:2"], 1) == 0.0
+    assert locomo.recall_at_k(returned, ["D2:2"], 2) == 1.0
+    assert locomo.recall_at_k(returned, ["D2:2", "D2:4"], 2) == 0.5
+    assert locomo.recall_at_k(returned, ["D2:2", "D2:4"], 10) == 1.0
+    assert locomo.recall_at_k([], ["D1:1"], 5) == 0.0
+    assert locomo.recall_at_k(["", ""], ["D1:1"], 5) == 0.0
 
 
 def test_scores_are_averaged_over_questions_and_per_category():
