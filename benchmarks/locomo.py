@@ -69,12 +69,30 @@ def parse_session_date(text: str) -> datetime | None:
     return None
 
 
+_DIA_ID = re.compile(r"D:?0*(\d+):0*(\d+)")
+
+
+def dia_id(value: Any) -> str:
+    """A turn's id as the file writes it, or in the canonical "D<session>:<turn>" when it is
+    that id written loosely: LoCoMo's evidence holds a few typos ("D:11:26" for "D11:26"),
+    and an id with leading zeros ("D3:07") names the same turn."""
+    text = str(value if value is not None else "").strip()
+    match = _DIA_ID.fullmatch(text)
+    return f"D{int(match.group(1))}:{int(match.group(2))}" if match else text
+
+
 def evidence_ids(evidence: Any) -> list[str]:
     """Evidence dia_ids; some LoCoMo entries pack several into one string ("D8:6; D9:17")."""
     ids: list[str] = []
     for item in evidence or []:
-        ids += [part for part in re.split(r"[;,\s]+", str(item)) if part]
+        ids += [dia_id(part) for part in re.split(r"[;,\s]+", str(item)) if part]
     return list(dict.fromkeys(ids))
+
+
+def turn_ids(conversation: dict) -> set[str]:
+    """The ids of every turn of a conversation, those without text included (they are
+    in the conversation, though no memory holds them)."""
+    return {dia_id(turn.get("dia_id")) for _, _, turns in sessions(conversation) for turn in turns}
 
 
 def recall_at_k(
@@ -140,7 +158,7 @@ def conversation_items(item: dict, *, captions: bool = False) -> list[dict[str, 
                     "created_at": (start + timedelta(seconds=position)).isoformat(),
                     "session_id": f"session_{number}",
                     "position": position,
-                    "_dia_id": str(turn.get("dia_id", "")),
+                    "_dia_id": dia_id(turn.get("dia_id")),
                 }
             )
     return items
@@ -221,6 +239,7 @@ def evaluate(
     by_category: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     latencies: list[float] = []
     memories = 0
+    ignored_evidence = 0
     embed_seconds = 0.0
     namespaces: list[Namespace] = []
     try:
@@ -239,10 +258,17 @@ def evaluate(
                 t0 = time.perf_counter()
                 embed_pending(namespace_ids=[namespace.pk], provider=config.embedding_provider)
                 embed_seconds += time.perf_counter() - t0
+            in_file = turn_ids(item.get("conversation") or {})
             for qa in item.get("qa") or []:
                 category = qa.get("category")
-                evidence = evidence_ids(qa.get("evidence"))
-                if category not in CATEGORIES or not evidence or not qa.get("question"):
+                named = evidence_ids(qa.get("evidence"))
+                # An id that names no turn of the conversation ("D", or a turn past the
+                # end of its session) cannot be found by any system: counted, not scored.
+                evidence = [e for e in named if e in in_file]
+                if category not in CATEGORIES or not qa.get("question"):
+                    continue
+                ignored_evidence += len(named) - len(evidence)
+                if not evidence:
                     continue
                 t0 = time.perf_counter()
                 if http:
@@ -285,6 +311,7 @@ def evaluate(
         "conversations": len(data),
         "memories": memories,
         "questions": questions,
+        "ignored_evidence": ignored_evidence,
         "configuration": {
             "server": http.base if http else "",
             "fusion": config.fusion,

@@ -132,12 +132,13 @@ def locomo_conversations(data: Sequence[dict[str, Any]]) -> list[Conversation]:
                         "content": locomo.turn_content(turn, captions=False),
                         "tags": [peer_tag(speaker)] if peer_tag(speaker) else [],
                         "last_used": int((start + timedelta(seconds=position)).timestamp()),
-                        "dia_id": str(turn.get("dia_id", "")),
+                        "dia_id": locomo.dia_id(turn.get("dia_id")),
                     }
                 )
+        in_file = locomo.turn_ids(item.get("conversation") or {})
         for qa in item.get("qa") or []:
             category = qa.get("category")
-            evidence = locomo.evidence_ids(qa.get("evidence"))
+            evidence = [e for e in locomo.evidence_ids(qa.get("evidence")) if e in in_file]
             if category in locomo.CATEGORIES and evidence and qa.get("question"):
                 conversation.questions.append(
                     Question(category=category, question=str(qa["question"]), evidence=evidence)

@@ -154,10 +154,37 @@ def test_a_memory_written_by_several_turns_answers_for_each_of_them(user, tmp_pa
     assert json.loads(report.read_text())["recall"]["1"] == 1.0
 
 
+def test_evidence_naming_no_turn_is_counted_and_not_scored(tmp_path):
+    """An evidence id that names no turn of the conversation ("D", a turn past the end of
+    its session) could be found by no system: it is reported, and the question is scored
+    on the ids that name turns; a question left with none is not asked. A typo of a real
+    id ("D:2:2") is that turn, and a turn without text is still a turn of the file."""
+    item = _repeating_conversation()
+    item["conversation"]["session_1"].append({"speaker": "Ben", "dia_id": "D1:3", "text": " "})
+    item["qa"] = [
+        {"question": "Which cat came back again?", "evidence": ["D:2:2", "D"], "category": 4},
+        {"question": "Who fed the cat?", "evidence": ["D1:9"], "category": 4},
+        {"question": "What did Ben not say?", "evidence": ["D1:3"], "category": 4},
+    ]
+    data = tmp_path / "typos.json"
+    data.write_text(json.dumps([item]))
+    report = tmp_path / "figures.json"
+    out = StringIO()
+    call_command("eval_recall", str(data), "--k", "1,5", "--json", str(report), stdout=out)
+    figures = json.loads(report.read_text())
+    assert figures["questions"] == 2
+    assert figures["ignored_evidence"] == 2
+    assert "2 evidence ids name no turn of their conversation" in out.getvalue()
+    # The first question's one real turn is found; the blank turn never can be.
+    assert figures["recall"]["5"] == 0.5
+
+
 def test_it_parses_session_dates_and_packed_evidence():
     assert parse_session_date("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00+00:00"
     assert parse_session_date("someday") is None
     assert evidence_ids(["D8:6; D9:17", "D1:2"]) == ["D8:6", "D9:17", "D1:2"]
+    # LoCoMo's own typos: a stray colon, leading zeros; what is no id at all stays as it is.
+    assert evidence_ids(["D:11:26", "D3:07", "D", "D1:2"]) == ["D11:26", "D3:7", "D", "D1:2"]
     assert percentile([1.0, 2.0, 3.0, 4.0, 100.0], 0.5) == 3.0
 
 

@@ -157,6 +157,11 @@ class Command(BaseCommand):
             f"{figures['conversations']} conversations, {figures['memories']} memories, "
             f"{figures['questions']} questions (categories 1-4)"
         )
+        if figures["ignored_evidence"]:
+            out(
+                f"{figures['ignored_evidence']} evidence ids name no turn of their "
+                "conversation and are not scored"
+            )
         if not conf["server"]:
             out(
                 f"fusion={conf['fusion']} stages={','.join(conf['stages'])} "
