@@ -115,6 +115,11 @@ def test_other_users_namespaces_and_bad_input(
         with nothing_written():
             response = api(mine).post("/api/v1/recall", payload, format="json")
         assert response.status_code == 400 and field in response.json()["error"]["fields"]
+    # The input is validated by one serializer per thread: no error of the requests
+    # above stays with it, and a body that is not an object is refused by name too.
+    response = api(mine).post("/api/v1/recall", ["query"], format="json")
+    assert response.status_code == 400
+    assert api(mine).post("/api/v1/recall", {"query": "x"}, format="json").status_code == 200
 
 
 def test_a_recall_of_a_due_memory_counts_as_an_implicit_review(user, namespace, make_token, api):
