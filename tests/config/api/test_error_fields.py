@@ -129,17 +129,20 @@ def _declared(serializer: serializers.Serializer, prefix: str = "") -> set[str]:
 
 
 def _inputs(node: ast.AST, module: types.ModuleType) -> set[str]:
-    """Declared fields of the serializers the method validates the request with."""
+    """Declared fields of the serializers the method validates the request with: made with
+    `data=`, or this thread's instance (`per_thread(Serializer)`, memories.fastpaths)."""
     declared: set[str] = set()
     for child in ast.walk(node):
-        if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
+        if not (isinstance(child, ast.Call) and isinstance(child.func, ast.Name)):
+            continue
+        if child.func.id == "per_thread" and child.args and isinstance(child.args[0], ast.Name):
+            target = getattr(module, child.args[0].id, None)
+        elif any(k.arg == "data" for k in child.keywords):
             target = getattr(module, child.func.id, None)
-            if (
-                inspect.isclass(target)
-                and issubclass(target, serializers.Serializer)
-                and any(k.arg == "data" for k in child.keywords)
-            ):
-                declared |= _declared(target())
+        else:
+            continue
+        if inspect.isclass(target) and issubclass(target, serializers.Serializer):
+            declared |= _declared(target())
     return declared
 
 
