@@ -95,6 +95,15 @@ def turn_ids(conversation: dict) -> set[str]:
     return {dia_id(turn.get("dia_id")) for _, _, turns in sessions(conversation) for turn in turns}
 
 
+def scored_evidence(qa: dict, turns: set[str]) -> tuple[list[str], int]:
+    """A question's evidence ids that name turns of its conversation (`turns`, turn_ids),
+    and how many it names that do not: those ("D", a turn past the end of its session)
+    could be found by no system, so they are counted, not scored."""
+    named = evidence_ids(qa.get("evidence"))
+    kept = [e for e in named if e in turns]
+    return kept, len(named) - len(kept)
+
+
 def recall_at_k(
     returned: Sequence[str | Sequence[str] | None], evidence: Sequence[str], k: int
 ) -> float:
@@ -171,7 +180,7 @@ def namespace_slug(item: dict) -> str:
 
 def load_conversation(
     item: dict, *, owner, captions: bool = False, associations: bool = True
-) -> tuple[Namespace, dict[int, str]]:
+) -> tuple[Namespace, dict[int, tuple[str, ...]]]:
     """A fresh namespace holding one memory per turn, written as an agent writes them: each
     request's worth of items (API_BULK_MAX) validated by the bulk endpoint's serializer and
     stored by its service, memory_bulk_create, which links each session's turns
@@ -196,7 +205,7 @@ def load_conversation(
 
 def load_conversation_http(
     item: dict, *, client: ApiClient, captions: bool = False, associations: bool = True
-) -> tuple[str, dict[int, str]]:
+) -> tuple[str, dict[int, tuple[str, ...]]]:
     """load_conversation through the REST API: POST /namespaces, then POST /memories/bulk
     with the same items, in requests of BULK_REQUEST items. Returns the namespace's slug and
     memory id -> the dia_ids of its turns."""
@@ -261,13 +270,10 @@ def evaluate(
             in_file = turn_ids(item.get("conversation") or {})
             for qa in item.get("qa") or []:
                 category = qa.get("category")
-                named = evidence_ids(qa.get("evidence"))
-                # An id that names no turn of the conversation ("D", or a turn past the
-                # end of its session) cannot be found by any system: counted, not scored.
-                evidence = [e for e in named if e in in_file]
+                evidence, ignored = scored_evidence(qa, in_file)
                 if category not in CATEGORIES or not qa.get("question"):
                     continue
-                ignored_evidence += len(named) - len(evidence)
+                ignored_evidence += ignored
                 if not evidence:
                     continue
                 t0 = time.perf_counter()

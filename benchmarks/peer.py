@@ -138,7 +138,7 @@ def locomo_conversations(data: Sequence[dict[str, Any]]) -> list[Conversation]:
         in_file = locomo.turn_ids(item.get("conversation") or {})
         for qa in item.get("qa") or []:
             category = qa.get("category")
-            evidence = [e for e in locomo.evidence_ids(qa.get("evidence")) if e in in_file]
+            evidence, _ = locomo.scored_evidence(qa, in_file)
             if category in locomo.CATEGORIES and evidence and qa.get("question"):
                 conversation.questions.append(
                     Question(category=category, question=str(qa["question"]), evidence=evidence)
