@@ -15,7 +15,7 @@ from config.bounds import (
     validate_finite,
 )
 from config.db import is_postgres
-from memories.models import ApiToken, Memory, Namespace
+from memories.models import ApiToken, Memory, Namespace, derived_level
 
 
 class RecallEvent(models.Model):
@@ -56,17 +56,22 @@ class TermStat(models.Model):
     reads document frequencies with one indexed look-up instead of counting matches in
     the full-text index per query. Only words in at least RECALL_TERM_STATS_MIN_DOCUMENTS
     memories are kept: rarer ones are cheap to count live. The row with an empty lexeme
-    holds the namespace's number of memories when the statistics were taken.
+    holds the namespace's number of memories when the statistics were taken. Counts are of
+    live memories, one row per classification level, so that a recall adds up only the
+    levels within its ceiling.
     """
 
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="term_stats")
+    classification = derived_level()
     lexeme = models.CharField(max_length=200, blank=True)
     documents = models.PositiveIntegerField()
     refreshed_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["lexeme", "namespace"], name="termstat_unique"),
+            models.UniqueConstraint(
+                fields=["lexeme", "namespace", "classification"], name="termstat_unique"
+            ),
             *datetime_checks("termstat", "refreshed_at"),
         ]
 

@@ -10,6 +10,10 @@ namespace's tsvectors), and recall reads them with one indexed look-up. Words be
 that count, and namespaces without statistics, are counted live as before: a rare
 word's count is cheap, and a missing row never makes a result wrong, only slower.
 
+Counts are kept per classification level, of live memories only, and a recall adds up
+the levels at or below its ceiling: a word that only memories above the caller's ceiling
+hold must neither change which words Sf matches on nor appear in its explanation.
+
 The statistics go stale as memories come and go; a namespace is refreshed when its
 number of memories has moved by RECALL_TERM_STATS_CHANGE (10 %) since the last refresh.
 An idf computed from counts a few percent off ranks the same words as rare or common.
@@ -27,7 +31,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from config.db import is_postgres
-from memories.models import Memory
+from memories.models import LIVE_STATUSES, Classification, Memory
 from recall.models import TermStat
 
 _TABLE = TermStat._meta.db_table
@@ -61,7 +65,7 @@ def refresh(
 ) -> RefreshReport:
     """Recompute the statistics of the namespaces that are large enough and stale.
 
-    One GROUP BY finds each namespace's number of memories (an index-only scan); a
+    One GROUP BY finds each namespace's number of live memories (an index-only scan); a
     namespace is recomputed when it has no statistics or its count has moved by the
     change threshold since (or always with force). Each namespace is replaced in its
     own transaction, so recall never sees it half written.
@@ -75,14 +79,16 @@ def refresh(
     )
     where, params = "", []
     if namespace is not None:
-        where, params = "WHERE namespace_id = %s", [int(namespace)]
+        where, params = "AND namespace_id = %s", [int(namespace)]
+    live = ", ".join(["%s"] * len(LIVE_STATUSES))
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT m.namespace_id, m.n, s.documents FROM "
-            f"(SELECT namespace_id, count(*) AS n FROM {_MEMORY_TABLE} {where} "
-            "GROUP BY namespace_id) m "
-            f"LEFT JOIN {_TABLE} s ON s.namespace_id = m.namespace_id AND s.lexeme = ''",
-            params,
+            f"(SELECT namespace_id, count(*) AS n FROM {_MEMORY_TABLE} "
+            f"WHERE status IN ({live}) {where} GROUP BY namespace_id) m "
+            f"LEFT JOIN (SELECT namespace_id, sum(documents) AS documents FROM {_TABLE} "
+            "WHERE lexeme = '' GROUP BY namespace_id) s ON s.namespace_id = m.namespace_id",
+            [*LIVE_STATUSES, *params],
         )
         sizes = cursor.fetchall()
         if namespace is not None and not sizes:
@@ -115,32 +121,54 @@ def _drop(namespace_id: int) -> None:
 
 @transaction.atomic
 def _replace(namespace_id: int, min_documents: int) -> int:
-    """The namespace's rows replaced by fresh counts; returns how many words were kept."""
+    """The namespace's rows replaced by fresh counts, one set per classification level of
+    its live memories; returns how many (word, level) rows were kept."""
     now = timezone.now()
-    # ts_stat takes the query as text; the id is an int, so formatting it in is safe.
-    inner = f"SELECT search_vector FROM {_MEMORY_TABLE} WHERE namespace_id = {int(namespace_id)}"
+    live = ", ".join(f"'{status}'" for status in LIVE_STATUSES)  # constants, not input
+    words = 0
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {_TABLE} WHERE namespace_id = %s", [namespace_id])
+        # The size rows first (lexeme ''), one per level even when it holds no memory:
+        # a namespace has statistics when it has any row, and a level with none counts 0.
         cursor.execute(
-            f"INSERT INTO {_TABLE} (namespace_id, lexeme, documents, refreshed_at) "
-            "SELECT %s, word, ndoc, %s FROM ts_stat(%s) WHERE ndoc >= %s AND length(word) <= 200",
-            [namespace_id, now, inner, min_documents],
+            f"INSERT INTO {_TABLE} (namespace_id, classification, lexeme, documents, refreshed_at) "
+            "SELECT %s, c.level, '', count(m.id), %s FROM unnest(%s::smallint[]) AS c(level) "
+            f"LEFT JOIN {_MEMORY_TABLE} m ON m.namespace_id = %s AND m.classification = c.level "
+            f"AND m.status IN ({live}) GROUP BY c.level",
+            [namespace_id, now, list(Classification.values), namespace_id],
         )
-        words = cursor.rowcount
         cursor.execute(
-            f"INSERT INTO {_TABLE} (namespace_id, lexeme, documents, refreshed_at) "
-            f"SELECT %s, '', count(*), %s FROM {_MEMORY_TABLE} WHERE namespace_id = %s",
-            [namespace_id, now, namespace_id],
+            f"SELECT DISTINCT classification FROM {_MEMORY_TABLE} "
+            f"WHERE namespace_id = %s AND status IN ({live})",
+            [namespace_id],
         )
+        levels = sorted(level for (level,) in cursor.fetchall())
+        for level in levels:
+            # ts_stat takes the query as text; the ids are ints, so formatting them in is safe.
+            inner = (
+                f"SELECT search_vector FROM {_MEMORY_TABLE} WHERE namespace_id = "
+                f"{int(namespace_id)} AND classification = {int(level)} AND status IN ({live})"
+            )
+            cursor.execute(
+                f"INSERT INTO {_TABLE} (namespace_id, classification, lexeme, documents, "
+                "refreshed_at) SELECT %s, %s, word, ndoc, %s FROM ts_stat(%s) "
+                "WHERE ndoc >= %s AND length(word) <= 200",
+                [namespace_id, level, now, inner, min_documents],
+            )
+            words += cursor.rowcount
     return words
 
 
-def lookup(terms: list[str], namespace_ids: tuple[int, ...]) -> tuple[dict[str, int], int | None]:
-    """({term: documents} for the terms the statistics know, collection size or None).
+def lookup(
+    terms: list[str], namespace_ids: tuple[int, ...], ceiling: int
+) -> tuple[dict[str, int], int | None]:
+    """({term: documents} for the terms the statistics know, collection size or None), both
+    over the namespaces' live memories at or below `ceiling`.
 
     Nothing is known unless every namespace has statistics. A term is known when each
-    of its lexemes (a word gives one, "e_mail" two) has a row: its count is the smallest
-    of theirs (plainto_tsquery needs them all), summed over the namespaces.
+    of its lexemes (a word gives one, "e_mail" two) has a row at some level within the
+    ceiling: its count is the smallest of theirs (plainto_tsquery needs them all), summed
+    over the namespaces and levels. A word no row within the ceiling knows is counted live.
     """
     if not supported() or not terms or not namespace_ids:
         return {}, None
@@ -150,16 +178,18 @@ def lookup(terms: list[str], namespace_ids: tuple[int, ...]) -> tuple[dict[str, 
         "per_lexeme AS (SELECT t.term, l.lexeme, cardinality(t.lexemes) AS wanted, "
         f"sum(s.documents) AS documents FROM t CROSS JOIN unnest(t.lexemes) AS l(lexeme) "
         f"JOIN {_TABLE} s ON s.lexeme = l.lexeme AND s.namespace_id = ANY(%s) "
+        "AND s.classification <= %s "
         "GROUP BY t.term, l.lexeme, t.lexemes) "
         "SELECT term, min(documents) FROM per_lexeme GROUP BY term, wanted "
         "HAVING count(*) = wanted "
         "UNION ALL "
-        f"SELECT NULL, CASE WHEN count(*) = %s THEN sum(documents) END FROM {_TABLE} "
+        "SELECT NULL, CASE WHEN count(DISTINCT namespace_id) = %s "
+        f"THEN sum(documents) FILTER (WHERE classification <= %s) END FROM {_TABLE} "
         "WHERE lexeme = '' AND namespace_id = ANY(%s)"
     )
     ids = list(namespace_ids)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [list(terms), ids, len(set(ids)), ids])
+        cursor.execute(sql, [list(terms), ids, ceiling, len(set(ids)), ceiling, ids])
         rows = cursor.fetchall()
     size = next((int(n) for term, n in rows if term is None and n is not None), None)
     if size is None:

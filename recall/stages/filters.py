@@ -31,6 +31,20 @@ class RecallFilters:
     as_of: datetime | None = None
     include_superseded: bool = False
 
+    def population_sql(self, alias: str = "m") -> tuple[str, list]:
+        """A WHERE fragment over memories_memory AS alias for what the caller may know of at
+        all: the live memories of the namespaces at or below the ceiling. Statistics that
+        steer a recall (Sf's word counts) are taken over this, never over the namespace, so
+        neither a result's order nor Sf's explanation depends on a memory above the
+        ceiling; sql() narrows it to the candidates."""
+        namespaces = ", ".join(["%s"] * len(self.namespace_ids))
+        statuses = ", ".join(["%s"] * len(LIVE_STATUSES))
+        where = (
+            f"{alias}.namespace_id IN ({namespaces}) AND {alias}.classification <= %s "
+            f"AND {alias}.status IN ({statuses})"
+        )
+        return where, [*self.namespace_ids, self.ceiling, *LIVE_STATUSES]
+
     def sql(self, alias: str = "m", *, cold: bool = False) -> tuple[str, list]:
         """A WHERE fragment over memories_memory AS alias, and its parameters.
 
@@ -40,14 +54,8 @@ class RecallFilters:
         include_superseded), then the optional topic, tier and creation-time range.
         """
         ops = connection.ops
-        namespaces = ", ".join(["%s"] * len(self.namespace_ids))
-        statuses = ", ".join(["%s"] * len(LIVE_STATUSES))
-        parts = [
-            f"{alias}.namespace_id IN ({namespaces})",
-            f"{alias}.classification <= %s",
-            f"{alias}.status IN ({statuses})",
-        ]
-        params: list = [*self.namespace_ids, self.ceiling, *LIVE_STATUSES]
+        population, params = self.population_sql(alias)
+        parts = [population]
         if not cold:
             parts.append(f"{alias}.storage = %s")
             params.append(Memory.Storage.HOT.value)

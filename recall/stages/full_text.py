@@ -140,40 +140,44 @@ def document_frequencies(
 ) -> tuple[dict[str, int], int]:
     """Matching-row counts per term, each capped at `cap` rows, and the collection size.
 
-    One statement in all. PostgreSQL counts within the namespaces (the collection size is
-    capped at n_cap rows: enough for idf to tell rare from common, and an index-only scan
-    of a few thousand entries rather than the namespace); SQLite
-    counts in the shared FTS table (all namespaces), which is what its bm25() uses too, and
-    needs no collection size.
+    Counted over what the caller may know of (RecallFilters.population_sql: the live
+    memories of its namespaces at or below its ceiling), never over the namespace or the
+    table: the counts choose the words Sf matches on and Sf's explanation names them, so a
+    count that saw a memory above the ceiling would tell the caller that a word is in it.
+
+    One statement in all. PostgreSQL caps the collection size at n_cap rows: enough for
+    idf to tell rare from common, and a scan of a few thousand entries rather than the
+    namespace. SQLite counts each word's matches in the full-text table that pass the
+    same filter, and needs no collection size.
     """
+    population, population_params = filters.population_sql("m")
     if is_postgres():
         # Large namespaces have stored counts (recall.termstats); count only the rest.
-        known, size = termstats.lookup(list(terms), filters.namespace_ids)
+        known, size = termstats.lookup(list(terms), filters.namespace_ids, filters.ceiling)
         live = [term for term in terms if term not in known]
         if not live and size is not None:
             return {term: known[term] for term in terms}, size
         if size is None:
             # No statistics: a namespace below RECALL_TERM_STATS_MIN_MEMORIES (n_cap), or
             # one the worker has not counted yet. A small one is counted from its own rows.
-            scanned = _scanned_frequencies(live, filters.namespace_ids, min(n_cap, SMALL_NAMESPACE))
+            scanned = _scanned_frequencies(live, filters, min(n_cap, SMALL_NAMESPACE))
             if scanned is not None:
                 counts, size = scanned
                 return {term: min(counts[term], cap) for term in terms}, size
-        ns = ", ".join(["%s"] * len(filters.namespace_ids))
         parts = [
             "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
-            f"WHERE m.namespace_id IN ({ns}) "
+            f"WHERE {population} "
             "AND m.search_vector @@ plainto_tsquery('english', %s) LIMIT %s) s)"
         ] * len(live)
         params: list = []
         for term in live:
-            params += [*filters.namespace_ids, term, cap]
+            params += [*population_params, term, cap]
         if size is None:
             parts.append(
                 "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
-                f"WHERE m.namespace_id IN ({ns}) LIMIT %s) s)"
+                f"WHERE {population} LIMIT %s) s)"
             )
-            params += [*filters.namespace_ids, n_cap]
+            params += [*population_params, n_cap]
         with connection.cursor() as cursor:
             cursor.execute("SELECT " + ", ".join(parts), params)
             counts = cursor.fetchone()
@@ -181,12 +185,15 @@ def document_frequencies(
         df = {term: int(known[term] if term in known else counted[term]) for term in terms}
         return df, size if size is not None else int(counts[len(live)])
     parts = [
-        "(SELECT count(*) FROM (SELECT 1 FROM memories_memory_fts "
-        "WHERE memories_memory_fts MATCH %s LIMIT %s))"
+        # CROSS JOIN: SQLite walks the word's matches and looks each row up, never the
+        # namespace's rows.
+        "(SELECT count(*) FROM (SELECT 1 FROM memories_memory_fts t "
+        "CROSS JOIN memories_memory m ON m.id = t.rowid "
+        f"WHERE memories_memory_fts MATCH %s AND {population} LIMIT %s))"
     ] * len(terms)
     params = []
     for term in terms:
-        params += [_fts_phrase(term), cap]
+        params += [_fts_phrase(term), *population_params, cap]
     with connection.cursor() as cursor:
         cursor.execute("SELECT " + ", ".join(parts), params)
         counts = cursor.fetchone()
@@ -211,25 +218,26 @@ def _own_rows(column: str, where: str) -> str:
 
 
 def _scanned_frequencies(
-    terms: Sequence[str], namespace_ids: Sequence[int], n_cap: int
+    terms: Sequence[str], filters: RecallFilters, n_cap: int
 ) -> tuple[dict[str, int], int] | None:
     """Exact matching-row counts of terms and the collection size, read from the
-    namespaces' own rows in one pass, or None when they hold more than n_cap rows.
+    namespaces' own rows the caller may know of in one pass, or None when they hold more
+    than n_cap rows.
 
     For a small namespace in a large table this is the cheap way: the GIN index would
     read each word's posting list over every namespace (a word in 8 % of 1,000,000
     memories: about 3 ms), to keep the few entries of this one.
     """
-    ns = ", ".join(["%s"] * len(namespace_ids))
+    population, params = filters.population_sql("m")
     counts = "".join(
         ", count(*) FILTER (WHERE r.search_vector @@ plainto_tsquery('english', %s))" for _ in terms
     )
     sql = (
         "WITH r AS MATERIALIZED (SELECT m.search_vector FROM memories_memory m "
-        f"WHERE m.namespace_id IN ({ns}) LIMIT %s) SELECT count(*){counts} FROM r"
+        f"WHERE {population} LIMIT %s) SELECT count(*){counts} FROM r"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*namespace_ids, n_cap + 1, *terms])
+        cursor.execute(sql, [*params, n_cap + 1, *terms])
         size, *found = cursor.fetchone()
     if size > n_cap:
         return None
@@ -250,21 +258,24 @@ def _stemmed_sqlite(
 ) -> list[tuple[int, float, dict[str, Any]]]:
     """FTS5 porter match ranked by bm25 (content weighs twice the keywords).
 
-    The inner query walks the index newest first and stops after `budget` matches (FTS5
-    computes bm25 only for the rows it returns), so even a query whose rarest word is in
-    half the memories does bounded work; below the budget it returns every match.
+    The inner query walks the index newest first, keeps the matches that pass the filters
+    and stops after `budget` of them (FTS5 computes bm25 only for the rows it returns), so
+    even a query whose rarest word is in half the memories does bounded work; below the
+    budget it returns every match. The filters apply before the budget: another
+    namespace's newer matches never use it up.
     """
     match = " OR ".join(_fts_phrase(t) for t in chosen)
     where, params = filters.sql("m")
     sql = (
         f"SELECT m.id, f.score, {row_columns()} FROM ("
-        "SELECT rowid AS id, -bm25(memories_memory_fts, 1.0, 0.5) AS score "
-        "FROM memories_memory_fts WHERE memories_memory_fts MATCH %s "
-        "ORDER BY rowid DESC LIMIT %s) f "
-        f"JOIN memories_memory m ON m.id = f.id WHERE {where} ORDER BY f.score DESC LIMIT %s"
+        "SELECT t.rowid AS id, -bm25(memories_memory_fts, 1.0, 0.5) AS score "
+        "FROM memories_memory_fts t CROSS JOIN memories_memory m ON m.id = t.rowid "
+        f"WHERE memories_memory_fts MATCH %s AND {where} "
+        "ORDER BY t.rowid DESC LIMIT %s) f "
+        "JOIN memories_memory m ON m.id = f.id ORDER BY f.score DESC LIMIT %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [match, budget, *params, cap])
+        cursor.execute(sql, [match, *params, budget, cap])
         return [(values[0], values[1], row_from(values[2:])) for values in cursor.fetchall()]
 
 

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from config.db import is_postgres
 from memories import services
-from memories.models import BackgroundRun
+from memories.models import BackgroundRun, Classification
 from recall import termstats
 from recall.models import TermStat
 from recall.stages.filters import RecallFilters
@@ -38,11 +38,50 @@ def test_refresh_stores_the_words_of_a_large_namespace_and_its_size(namespace, c
     report = termstats.refresh(min_memories=10, min_documents=3)
 
     assert report.refreshed == [namespace.pk]
-    rows = dict(TermStat.objects.filter(namespace=namespace).values_list("lexeme", "documents"))
+    rows = _documents(namespace)
     assert rows[""] == 16
     assert rows["meet"] == 12  # stemmed, as the tsvector holds it
     assert rows["checklist"] == 3
     assert "reykjavik" not in rows  # below min_documents: counted live
+
+
+def _documents(namespace) -> dict[str, int]:
+    """Each stored word's count over every level."""
+    rows: dict[str, int] = {}
+    for lexeme, documents in TermStat.objects.filter(namespace=namespace).values_list(
+        "lexeme", "documents"
+    ):
+        rows[lexeme] = rows.get(lexeme, 0) + documents
+    return rows
+
+
+@postgres_only
+def test_refresh_counts_each_level_of_live_memories_apart(namespace, corpus, make_memory):
+    for n in range(4):
+        make_memory(f"Merger codename Bluefin {n}", classification=Classification.RESTRICTED)
+    forgotten = make_memory("Obsolete codename Bluefin", classification=Classification.PUBLIC)
+    services.memory_forget(memory=forgotten, reason="test")
+
+    termstats.refresh(min_memories=10, min_documents=3)
+
+    levels = {
+        (lexeme, level): documents
+        for lexeme, level, documents in TermStat.objects.filter(namespace=namespace).values_list(
+            "lexeme", "classification", "documents"
+        )
+    }
+    internal, restricted = Classification.INTERNAL, Classification.RESTRICTED
+    assert levels[("", internal)] == 16 and levels[("", restricted)] == 4
+    assert levels[("", Classification.PUBLIC)] == 0  # the forgotten one does not count
+    assert levels[("bluefin", restricted)] == 4
+    assert ("bluefin", Classification.PUBLIC) not in levels
+    # A recall within a lower ceiling adds up only its levels: the word is unknown there
+    # (counted live, where it is in nothing the caller may see) and the size is 16.
+    assert termstats.lookup(["bluefin", "meeting"], (namespace.pk,), internal) == (
+        {"meeting": 12},
+        16,
+    )
+    assert termstats.lookup(["bluefin"], (namespace.pk,), restricted) == ({"bluefin": 4}, 20)
 
 
 @postgres_only
@@ -65,11 +104,11 @@ def test_refresh_gives_the_planner_statistics_of_the_rows_it_wrote(namespace, co
 
 @postgres_only
 def test_lookup_knows_stored_words_only_and_falls_back_without_statistics(namespace, corpus):
-    assert termstats.lookup(["meeting"], (namespace.pk,)) == ({}, None)
+    assert termstats.lookup(["meeting"], (namespace.pk,), 3) == ({}, None)
 
     termstats.refresh(min_memories=10, min_documents=3)
 
-    known, size = termstats.lookup(["meetings", "checklist", "reykjavik"], (namespace.pk,))
+    known, size = termstats.lookup(["meetings", "checklist", "reykjavik"], (namespace.pk,), 3)
     assert known == {"meetings": 12, "checklist": 3}
     assert size == 16
 
@@ -166,7 +205,7 @@ def test_refresh_skips_fresh_namespaces_and_redoes_changed_ones(namespace, corpu
     make_memory("And another status meeting")  # 18 of 16: more than 10 %
     changed = termstats.refresh(min_memories=10, min_documents=3)
     assert changed.refreshed == [namespace.pk]
-    assert TermStat.objects.get(namespace=namespace, lexeme="meet").documents == 14
+    assert _documents(namespace)["meet"] == 14
 
 
 @postgres_only
@@ -185,7 +224,7 @@ def test_statistics_of_one_namespace_never_count_for_another(user, namespace, co
     termstats.refresh(min_memories=10, min_documents=3)
 
     # The other namespace has no statistics: nothing is known for the two together.
-    assert termstats.lookup(["meeting"], (namespace.pk, other.pk)) == ({}, None)
+    assert termstats.lookup(["meeting"], (namespace.pk, other.pk), 3) == ({}, None)
 
 
 def test_the_task_records_its_run(namespace, corpus, settings):

@@ -111,6 +111,60 @@ def test_namespace_memories_are_counted_in_document_frequency(make_memory, names
     assert found.unmatched_terms == ["zzzq"]
 
 
+def test_words_are_counted_only_in_what_the_caller_may_see(
+    user, other_user, namespace, make_memory
+):
+    """Sf's counts choose its words and its explanation names them: a word only memories
+    above the ceiling, forgotten ones or another user's hold counts 0 and is never said to
+    match (on SQLite the full-text table holds every namespace)."""
+    from memories import services
+
+    seen = make_memory("Quarterly planning with the vault team", classification=0)
+    make_memory("Vault code hzq73b73432 is kept here", classification=3)
+    gone = make_memory("Old vault code hzq73b73432", classification=0)
+    services.memory_forget(memory=gone, reason="test")
+    theirs = services.namespace_create(owner=other_user, name="Theirs")
+    for n in range(3):
+        services.memory_create(namespace=theirs, content=f"hzq73b73432 and quarterly {n}")
+    filters = RecallFilters(
+        namespace_ids=(namespace.pk,), ceiling=Classification.PUBLIC, now=timezone.now()
+    )
+
+    found = full_text(
+        analyse_query("hzq73b73432 quarterly vault"),
+        filters,
+        limit=10,
+        candidate_cap=10,
+        match_budget=100,
+    )
+
+    assert found.document_frequency == {"hzq73b73432": 0, "quarterly": 1, "vault": 1}
+    assert found.unmatched_terms == ["hzq73b73432"]
+    assert "hzq73b73432" not in found.matched_terms + found.dropped_terms
+    assert [hit[0] for hit in found.hits] == [seen.pk]
+
+
+def test_the_match_budget_is_spent_only_on_what_the_caller_may_see(
+    user, other_user, namespace, make_memory
+):
+    """Another namespace's newer matches never use up the budget of rows Sf ranks."""
+    from memories import services
+
+    mine = [make_memory(f"Lighthouse keeper log {n}") for n in range(3)]
+    theirs = services.namespace_create(owner=other_user, name="Theirs")
+    for n in range(8):
+        services.memory_create(namespace=theirs, content=f"Lighthouse keeper diary {n}")
+    filters = RecallFilters(
+        namespace_ids=(namespace.pk,), ceiling=Classification.RESTRICTED, now=timezone.now()
+    )
+
+    found = full_text(
+        analyse_query("lighthouse"), filters, limit=10, candidate_cap=10, match_budget=4
+    )
+
+    assert sorted(hit[0] for hit in found.hits) == sorted(m.pk for m in mine)
+
+
 @pytest.mark.skipif(not is_postgres(), reason="SQLite's trigram table has one plan")
 def test_typo_candidates_are_the_same_read_by_namespace_or_by_index(user, namespace, make_memory):
     from memories import services
