@@ -10,6 +10,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from config.serializers import (
+    INT64_MAX,
     StrictBooleanField,
     StrictCharField,
     StrictDateTimeField,
@@ -435,7 +436,7 @@ class LinkListFilter(StrictSerializer):
     """Query parameters of the association, entity, relation and digest lists."""
 
     namespace = serializers.SlugField(required=False)
-    memory = serializers.IntegerField(required=False, min_value=1)
+    memory = serializers.IntegerField(required=False, min_value=1, max_value=INT64_MAX)
     entity = serializers.CharField(required=False, max_length=200)
     period = serializers.ChoiceField(choices=Consolidation.Period.choices, required=False)
     cursor = serializers.CharField(required=False)

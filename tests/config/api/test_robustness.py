@@ -402,3 +402,32 @@ def test_a_query_over_the_statement_timeout_is_a_json_503(writer, namespace, set
     assert response.json()["error"]["code"] == "timeout"
     assert response.json()["error"]["limit"] == "DATABASE_STATEMENT_TIMEOUT_MS"
     connection.close()
+
+
+# --- Query parameters ---------------------------------------------------------------------
+
+
+def _integer_query_parameters() -> list[tuple[str, str]]:
+    """(path, parameter) for every integer query parameter of a GET in the OpenAPI
+    schema, ids in the path filled with 1: a new one is covered as it is declared."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    found = []
+    for template, operations in schema["paths"].items():
+        path = re.sub(r"\{[^}]+\}", "1", template)
+        for parameter in operations.get("get", {}).get("parameters", []):
+            if parameter["in"] == "query" and parameter["schema"].get("type") == "integer":
+                found.append((path, parameter["name"]))
+    return found
+
+
+def test_every_integer_query_parameter_refuses_what_no_column_holds(writer, namespace):
+    parameters = _integer_query_parameters()
+    assert ("/api/v1/associations", "memory") in parameters
+    for path, name in parameters:
+        for value in (2**63, -(2**63) - 1, 10**40):
+            response = writer.get(path, {name: str(value)})
+            assert response.status_code < 500, (path, name, value)
+            if response.status_code == 400:
+                assert name in response.json()["error"].get("fields", {}), (path, name)
