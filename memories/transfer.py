@@ -109,6 +109,7 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
         namespace=namespace,
         source__classification__lte=ceiling,
         target__classification__lte=ceiling,
+        classification__lte=ceiling,
     ).order_by("pk")
     for link in links.iterator(chunk_size=BATCH):
         yield emit(

@@ -549,7 +549,7 @@ def _collapse_near_duplicates(
         links = [
             (source, target)
             for source, target, _weight in association_links(
-                list(candidates), filters.namespace_ids, kind=NEAR_DUPLICATE
+                list(candidates), filters.namespace_ids, filters.ceiling, kind=NEAR_DUPLICATE
             )
         ]
     else:

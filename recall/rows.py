@@ -138,15 +138,17 @@ def _link_namespaces(alias: str, namespace_ids: tuple[int, ...]) -> tuple[str, l
 
 
 def association_links(
-    ids: list[int], namespace_ids: tuple[int, ...], *, kind: str | None = None
+    ids: list[int], namespace_ids: tuple[int, ...], ceiling: int, *, kind: str | None = None
 ) -> list[tuple[int, int, float]]:
-    """(source, target, weight) of the links touching ids (of one kind, if given): two
-    index range scans in one statement (an OR of the two columns would make the planner
-    combine bitmaps)."""
+    """(source, target, weight) of the links at or below `ceiling` touching ids (of one
+    kind, if given): two index range scans in one statement (an OR of the two columns
+    would make the planner combine bitmaps)."""
     table = connection.ops.quote_name(Association._meta.db_table)
     sources, source_params = in_list("source_id", ids)
     targets, target_params = in_list("target_id", ids)
     namespaces, ns_params = _link_namespaces("", namespace_ids)
+    ns_params = [*ns_params, ceiling]
+    namespaces += " AND classification <= %s"
     of_kind, kind_params = ("AND kind = %s", [kind]) if kind is not None else ("", [])
     sql = (
         f"SELECT source_id, target_id, weight FROM {table} "
@@ -165,9 +167,10 @@ def association_links(
 def association_links_with_rows(
     ids: list[int], filters: RecallFilters, *, near_duplicate: str
 ) -> tuple[list[tuple[int, int, float]], dict[int, dict[str, Any]], set[tuple[int, int]]]:
-    """association_links of ids (every kind); in the same statement, the rows of their far
-    ends that are not among ids and pass the filters (cold allowed), as load_rows would
-    give them; and the links of kind `near_duplicate` touching ids or any far end.
+    """association_links of ids (every kind, within the ceiling); in the same statement,
+    the rows of their far ends that are not among ids and pass the filters (cold allowed),
+    as load_rows would give them; and the links of kind `near_duplicate` touching ids or
+    any far end.
 
     Association spreading and the collapsing of near-duplicates in one round trip instead
     of two: spreading adds far ends as candidates, and the collapsing needs the
@@ -178,8 +181,14 @@ def association_links_with_rows(
     table = connection.ops.quote_name(Association._meta.db_table)
     sources, source_params = in_list("source_id", ids)
     targets, target_params = in_list("target_id", ids)
+    # Links above the ceiling are left out like the memories above it (their level is
+    # the one their ends had when they were written: memories.models.Association).
     namespaces, ns_params = _link_namespaces("", filters.namespace_ids)
+    namespaces += " AND classification <= %s"
+    ns_params = [*ns_params, filters.ceiling]
     d_namespaces, d_ns_params = _link_namespaces("d.", filters.namespace_ids)
+    d_namespaces += " AND d.classification <= %s"
+    d_ns_params = [*d_ns_params, filters.ceiling]
     not_ids, not_params = in_list("m.id", ids)
     where, where_params = filters.sql("m", cold=True)
     no_row = ", ".join(["NULL"] * len(ROW_FIELDS))

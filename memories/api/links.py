@@ -31,7 +31,9 @@ class AssociationListView(APIView):
     def get(self, request: Request) -> Response:
         scope = Scope.of(request)
         visible = scope.memories().values("pk")
-        links = Association.objects.filter(source__in=visible, target__in=visible)
+        links = Association.objects.filter(
+            source__in=visible, target__in=visible, classification__lte=scope.ceiling
+        )
         memory = link_filters(request).get("memory")
         if memory is not None:
             links = links.filter(Q(source_id=memory) | Q(target_id=memory))
@@ -73,9 +75,13 @@ class AssociationListView(APIView):
 class AssociationDetailView(APIView):
     @extend_schema(responses={204: None}, tags=["links"], summary="Remove an association")
     def delete(self, request: Request, pk: int) -> Response:
-        visible = Scope.of(request).memories().values("pk")
+        scope = Scope.of(request)
+        visible = scope.memories().values("pk")
         link = get_object_or_404(
-            Association.objects.filter(source__in=visible, target__in=visible), pk=pk
+            Association.objects.filter(
+                source__in=visible, target__in=visible, classification__lte=scope.ceiling
+            ),
+            pk=pk,
         )
         link.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -31,6 +31,10 @@ class Association(models.Model):
     )
     kind = models.CharField(max_length=30, default="related")
     created_at = models.DateTimeField(default=timezone.now, validators=[validate_datetime])
+    # The higher level of its two memories when it was written, raised with either of them
+    # and never lowered (memories 0025's triggers set it on every write path): a caller
+    # below it never sees the link, even once both memories are within its ceiling.
+    classification = derived_level()
 
     class Meta:
         constraints = [

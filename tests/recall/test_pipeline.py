@@ -633,7 +633,7 @@ def test_links_are_found_by_their_ends_not_by_scanning_the_namespace(make_memory
 
     with connection.execute_wrapper(keep):
         association_links_with_rows([a.pk], filters, near_duplicate=NEAR_DUPLICATE)
-        association_links([a.pk], filters.namespace_ids, kind=NEAR_DUPLICATE)
+        association_links([a.pk], filters.namespace_ids, filters.ceiling, kind=NEAR_DUPLICATE)
     assert len(statements) == 2
     for sql, params in statements:
         with connection.cursor() as cursor:

@@ -264,12 +264,18 @@ def do_link(world: World, other: int, index: int) -> None:
     a, b = world.pick(index), world.pick(other)
     if a is None or a == b:
         return
+    kind = marker()
     response = refusable(
         lambda: world.writer.post(
-            "/api/v1/associations", {"source": a, "target": b, "weight": 0.5}, format="json"
+            "/api/v1/associations",
+            {"source": a, "target": b, "weight": 0.5, "kind": kind},
+            format="json",
         )
     )
     world.ok(response, 201, 400)  # 400: already linked
+    if response.status_code == 201:
+        # Written at its ends' levels; declassifying either later does not publish it.
+        world.markers[kind] = max(world.level[a], world.level[b])
 
 
 def do_relate(world: World, with_memory: int, index: int) -> None:
@@ -494,6 +500,48 @@ def test_history_written_while_restricted_stays_hidden_after_declassifying(share
         assert "first" in text  # written while public
         for secret in ("secret draft", "secret-topic", "secret-keyword", "secret reason"):
             assert secret not in text
+
+
+def test_a_link_made_while_a_memory_was_restricted_stays_hidden_after_declassifying(
+    shared,
+):
+    """The link's kind and weight were written while one end was above the reader's
+    ceiling: the list, the memory's links, the export and recall's spreading leave it out
+    once both ends are public, as they do a link whose end is hidden now."""
+    namespace, high, low = shared
+
+    def create(content: str, level: str) -> int:
+        body = {"namespace": namespace.slug, "content": content, "classification": level}
+        return high.post("/api/v1/memories", body, format="json").json()["id"]
+
+    public = create("Ferry timetable for the island", "public")
+    secret = create("Zebrafish sighting near the pier", "restricted")
+    linked = {"source": public, "target": secret, "weight": 0.9, "kind": "qqhiddenkind"}
+    assert high.post("/api/v1/associations", linked, format="json").status_code == 201
+    later = create("Ferry fares rise in spring", "public")
+    made_public = {"source": public, "target": later, "kind": "qqpublickind"}
+    assert high.post("/api/v1/associations", made_public, format="json").status_code == 201
+    high.patch(f"/api/v1/memories/{secret}", {"classification": "public"}, format="json")
+
+    reads = [
+        low.get("/api/v1/associations").content,
+        low.get("/api/v1/associations", {"memory": secret}).content,
+        b"".join(low.get(f"/api/v1/namespaces/{namespace.slug}/export").streaming_content),
+    ]
+    recall = low.post(
+        "/api/v1/recall", {"query": "ferry timetable", "track": False}, format="json"
+    ).json()
+    assert [hit["memory_id"] for hit in recall["results"]][:1] == [public]
+    for body in reads:
+        assert b"qqhiddenkind" not in body
+    assert b"qqpublickind" in reads[0] and b"qqpublickind" in reads[2]  # the check can fail
+    # Spreading along the hidden link would bring the zebrafish in with no word of it.
+    assert secret not in [hit["memory_id"] for hit in recall["results"]]
+    assert high.get("/api/v1/associations", {"memory": secret}).json()["results"]
+    # Raising an end raises its links: lowering it again does not publish them.
+    high.patch(f"/api/v1/memories/{later}", {"classification": "restricted"}, format="json")
+    high.patch(f"/api/v1/memories/{later}", {"classification": "public"}, format="json")
+    assert b"qqpublickind" not in low.get("/api/v1/associations").content
 
 
 def test_purging_a_restricted_memory_keeps_its_relations_and_entities_hidden(shared):
