@@ -123,9 +123,17 @@
     selection.addRange(range);
   }
 
-  /* After htmx swaps in a new card, move focus to it so screen readers announce it. */
+  /* After htmx swaps in a new card, move focus to it so screen readers announce it;
+     scroll only when it is out of sight (a token's one-time secret lands at the top of
+     the page while the button that made it may be far below). */
   document.addEventListener("htmx:afterSettle", function () {
     var focus = document.querySelector("[data-autofocus]");
-    if (focus) focus.focus({ preventScroll: true });
+    if (!focus) return;
+    focus.focus({ preventScroll: true });
+    var box = focus.getBoundingClientRect();
+    var height = window.innerHeight || document.documentElement.clientHeight;
+    if (box.top < 0 || box.bottom > height) {
+      focus.scrollIntoView({ block: "start" });
+    }
   });
 })();

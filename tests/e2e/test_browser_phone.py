@@ -223,3 +223,26 @@ def test_the_home_page_labels_agent_reinforcement_apart(phone, study):  # noqa: 
     assert "Agent reinforcement" in agents and "3 simulated reviews" in agents
     fits(phone)
     shot(phone, "phone-home-agent-reinforcement")
+
+
+def test_a_new_tokens_secret_is_scrolled_into_view(phone, user):
+    """The secret is shown once, at the top of the page; the button that makes it is far
+    below on a phone, so the page must scroll to it (focus alone did not)."""
+    for n in range(6):  # enough namespaces to push the button below the fold
+        services.namespace_create(owner=user, name=f"Project {n}", mode="agent_memory")
+    log_in(phone)
+    phone.goto("/tokens/")
+    phone.fill("#id_name", "phone-agent")
+    phone.get_by_label("Project 0").check()
+    button = phone.get_by_role("button", name="Create token")
+    button.scroll_into_view_if_needed()
+    assert phone.evaluate("window.scrollY") > 0  # the check can fail: the top is out of view
+    button.click()
+    secret = phone.locator("[data-secret]")
+    secret.wait_for()
+    phone.wait_for_function(
+        "() => { const box = document.querySelector('[data-secret]').getBoundingClientRect();"
+        " return box.top >= 0 && box.bottom <= window.innerHeight; }"
+    )
+    assert secret.inner_text().strip().startswith("eng_")
+    shot(phone, "phone-token-created")
