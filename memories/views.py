@@ -425,7 +425,10 @@ def memory_supersede(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Name the memory it replaces by its number.")
         return see_other(safe_next(request, back))
-    old = _memory(request, form.cleaned_data["old"])
+    old = Scope.of(request).memories().filter(pk=form.cleaned_data["old"]).first()
+    if old is None:
+        messages.error(request, f"There is no memory #{form.cleaned_data['old']} of yours.")
+        return see_other(safe_next(request, back))
     return _supersede(request, new=new, old=old, back=back)
 
 
@@ -439,7 +442,11 @@ def memory_superseded_by(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Name the memory that replaces it by its number.")
         return see_other(safe_next(request, back))
-    new = _memory(request, form.cleaned_data["new"])
+    new = Scope.of(request).memories().filter(pk=form.cleaned_data["new"]).first()
+    if new is None:
+        # A mistyped number: said on the page, as the other refusals are, not a 404.
+        messages.error(request, f"There is no memory #{form.cleaned_data['new']} of yours.")
+        return see_other(safe_next(request, back))
     return _supersede(request, new=new, old=old, back=back)
 
 

@@ -270,17 +270,32 @@ def test_a_refused_supersede_says_why_and_writes_nothing(
 def test_supersede_answers_404_for_another_users_memory(
     ada_client, deadlines, theirs, nothing_written
 ):
+    """Another user's memory in the address is a 404; typed in the form, it is refused on
+    the page exactly as a number no memory has (nothing tells the two apart)."""
     old, new = deadlines
     bobs = theirs["memory"]
-    posts = [
-        (reverse("memory-supersede", args=[new.pk]), {"old": bobs.pk}),
-        (reverse("memory-supersede", args=[bobs.pk]), {"old": old.pk}),
-        (reverse("memory-superseded-by", args=[old.pk]), {"new": bobs.pk}),
-        (reverse("memory-superseded-by", args=[bobs.pk]), {"new": new.pk}),
-    ]
-    for url, data in posts:
+    missing = bobs.pk + 1000
+    for url in (
+        reverse("memory-supersede", args=[bobs.pk]),
+        reverse("memory-superseded-by", args=[bobs.pk]),
+    ):
         with nothing_written():
-            assert ada_client.post(url, data).status_code == 404, (url, data)
+            assert ada_client.post(url, {"old": old.pk, "new": new.pk}).status_code == 404, url
+    typed = [
+        (reverse("memory-supersede", args=[new.pk]), "old"),
+        (reverse("memory-superseded-by", args=[old.pk]), "new"),
+    ]
+    for url, field in typed:
+        answers = []
+        for pk in (bobs.pk, missing):
+            with nothing_written():
+                response = ada_client.post(url, {field: pk})
+            assert response.status_code == 303
+            answers.append(messages_of(ada_client.get(response["Location"])))
+        assert answers == [
+            [f"There is no memory #{bobs.pk} of yours."],
+            [f"There is no memory #{missing} of yours."],
+        ]
 
 
 def test_supersede_answers_404_for_a_memory_above_the_viewers_ceiling(
@@ -302,12 +317,15 @@ def test_supersede_answers_404_for_a_memory_above_the_viewers_ceiling(
         return scope
 
     monkeypatch.setattr(Scope, "of", classmethod(lowered))
-    for url, data in (
-        (reverse("memory-supersede", args=[secret.pk]), {"old": old.pk}),
-        (reverse("memory-superseded-by", args=[old.pk]), {"new": secret.pk}),
-    ):
-        with nothing_written():
-            assert ada_client.post(url, data).status_code == 404, url
+    with nothing_written():
+        url = reverse("memory-supersede", args=[secret.pk])
+        assert ada_client.post(url, {"old": old.pk}).status_code == 404
+    with nothing_written():
+        url = reverse("memory-superseded-by", args=[old.pk])
+        response = ada_client.post(url, {"new": secret.pk})
+    assert response.status_code == 303
+    refusal = [f"There is no memory #{secret.pk} of yours."]
+    assert messages_of(ada_client.get(response["Location"])) == refusal
 
 
 def test_supersede_is_a_post(ada_client, deadlines):
