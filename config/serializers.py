@@ -148,3 +148,41 @@ class EmbeddingField(serializers.Field):
 
     def to_representation(self, value: Any) -> str:
         return base64.b64encode(bytes(value)).decode()
+
+
+# --- Bodies of routes that take little or none ------------------------------------------
+
+
+class _NoBody(StrictSerializer):
+    """Declares nothing: every key is an unknown field."""
+
+
+def request_body(request: Any) -> Any:
+    """The JSON body of a route whose body is optional: {} when none was sent. A body sent
+    as null, a list or a number is passed on as it is, for the serializer to refuse."""
+    data = request.data
+    return {} if hasattr(data, "keys") and not data else data
+
+
+def require_no_body(request: Any) -> None:
+    """A route that takes no body accepts none or an empty object, as strictly as the
+    others read theirs: malformed JSON is a 400 parse_error, and null, a list or any key
+    a 400 naming it. Called before the route looks anything up, so the answer is the same
+    for any id."""
+    if _sent_nothing(request):
+        return
+    body = _NoBody(data=request_body(request))
+    body.is_valid(raise_exception=True)
+
+
+_FORMS = ("multipart/form-data", "application/x-www-form-urlencoded")
+
+
+def _sent_nothing(request: Any) -> bool:
+    """No body, or an empty form (what a bare POST from a form library sends); a form
+    with fields goes on to request.data, which refuses its media type (415)."""
+    if request.stream is None:
+        return True
+    if request.content_type.startswith(_FORMS):
+        return not request._request.POST and not request._request.FILES
+    return False

@@ -27,6 +27,8 @@ from config.serializers import (
     StrictIntegerField,
     StrictSerializer,
     StrictSlugField,
+    request_body,
+    require_no_body,
 )
 from memories.auth import Scope
 from memories.models import LIVE_STATUSES, Classification, Memory, Namespace
@@ -400,13 +402,6 @@ class UnsuspendInput(StrictSerializer):
     )
 
 
-def _body(request: Request) -> Any:
-    """The JSON body, or {} when there is none; a body that is not an object (a list, a
-    number) goes to the serializer as it is and is refused there."""
-    data = request.data
-    return {} if data is None or (hasattr(data, "keys") and not data) else data
-
-
 def _card_any_state(scope: Scope, pk: int) -> Card:
     """A card of a live memory in scope, suspended or buried as well (reviewable() leaves
     those out, and they are what these routes act on)."""
@@ -433,6 +428,7 @@ class CardSuspendView(APIView):
         summary="Suspend a card: review never shows it until it is unsuspended",
     )
     def post(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         card = _card_any_state(Scope.of(request), pk)
         services.cards_suspend(memories=Memory.objects.filter(pk=card.memory_id))
         return _card_state_response(card)
@@ -444,9 +440,9 @@ class CardSuspendView(APIView):
         summary="Unsuspend a card (clear_leech: also drop its leech tag and lapses)",
     )
     def delete(self, request: Request, pk: int) -> Response:
-        card = _card_any_state(Scope.of(request), pk)
-        data = UnsuspendInput(data=_body(request))
+        data = UnsuspendInput(data=request_body(request))
         data.is_valid(raise_exception=True)
+        card = _card_any_state(Scope.of(request), pk)
         services.cards_unsuspend(
             memories=Memory.objects.filter(pk=card.memory_id),
             clear_leech=data.validated_data["clear_leech"],
@@ -462,9 +458,9 @@ class CardBuryView(APIView):
         summary="Bury a card until tomorrow (or `until`): review leaves it out until then",
     )
     def post(self, request: Request, pk: int) -> Response:
-        card = _card_any_state(Scope.of(request), pk)
-        data = BuryInput(data=_body(request))
+        data = BuryInput(data=request_body(request))
         data.is_valid(raise_exception=True)
+        card = _card_any_state(Scope.of(request), pk)
         now = timezone.now()
         until = data.validated_data.get("until")
         if until is None:
@@ -478,6 +474,7 @@ class CardBuryView(APIView):
         request=None, responses=CardStateOutput, tags=["review"], summary="Unbury a card now"
     )
     def delete(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         card = _card_any_state(Scope.of(request), pk)
         services.cards_unbury(memories=Memory.objects.filter(pk=card.memory_id))
         return _card_state_response(card)
@@ -491,6 +488,7 @@ class CardUndoView(APIView):
         summary="Undo the card's last grade (409 if nothing to undo)",
     )
     def post(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         card = _card(Scope.of(request), pk)
         log = services.card_undo(card=card, user=request.user)
         return Response(LogOutput(log).data)
@@ -560,6 +558,7 @@ class SessionFinishView(APIView):
         request=None, responses=SessionOutput, tags=["review"], summary="Finish a study session now"
     )
     def post(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         scope = Scope.of(request)
         session = services.study_session_finish(
             session=_session(scope, pk, StudySession.Mode.STUDY)
@@ -623,6 +622,7 @@ class CramFinishView(APIView):
         summary="Finish a cram session and get its score (X/Y, per deck)",
     )
     def post(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         scope = Scope.of(request)
         session = _session(scope, pk, StudySession.Mode.CRAM)
         services.cram_finish(session=session, ceiling=scope.ceiling)

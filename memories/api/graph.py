@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.serializers import require_no_body
 from memories import serializers as s
 from memories import services
 from memories.api.common import (
@@ -142,6 +143,7 @@ class RelationListView(APIView):
 class RelationDetailView(APIView):
     @extend_schema(responses={204: None}, tags=["entities"], summary="Remove a relation")
     def delete(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         relation = get_object_or_404(_visible_relations(Scope.of(request)), pk=pk)
         relation.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.serializers import require_no_body
 from memories import serializers as s
 from memories import services
 from memories.api.common import LIST_PARAMETERS, link_filters, paginate
@@ -75,6 +76,7 @@ class AssociationListView(APIView):
 class AssociationDetailView(APIView):
     @extend_schema(responses={204: None}, tags=["links"], summary="Remove an association")
     def delete(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         scope = Scope.of(request)
         visible = scope.memories().values("pk")
         link = get_object_or_404(

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import CursorPagination
+from config.serializers import require_no_body
 from memories import selectors, services
 from memories import serializers as s
 from memories.api.common import ERROR_EXAMPLE, LIST_PARAMETERS, paginate
@@ -249,6 +250,7 @@ class MemoryDetailView(APIView):
         summary="Purge a memory for good (history keeps a 'purged' event)",
     )
     def delete(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         memory = _memory(Scope.of(request), pk)
         services.memory_purge(memory=memory, actor=request.user, source=_source(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -285,6 +287,7 @@ class MemoryRestoreView(APIView):
         summary="Restore a forgotten or archived memory",
     )
     def post(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         memory = _memory(Scope.of(request), pk)
         memory = services.memory_restore(memory=memory, actor=request.user, source=_source(request))
         return Response(s.MemoryOutput(memory).data)

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.serializers import require_no_body
 from memories import serializers as s
 from memories import services
 from memories.api.common import ERROR_EXAMPLE
@@ -124,6 +125,7 @@ class NamespaceDecayFitsView(APIView):
         "result appears in GET within seconds. Under auto, an accepted fit applies at once.",
     )
     def post(self, request: Request, slug: str) -> Response:
+        require_no_body(request)
         namespace = get_object_or_404(Scope.of(request).namespaces(), slug=slug)
         services.decay_fit_request(namespace=namespace)
         return Response({"queued": True}, status=status.HTTP_202_ACCEPTED)

@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.serializers import require_no_body
 from memories import serializers as s
 from memories import services
 from memories.auth import SessionOnly
@@ -73,6 +74,7 @@ class TokenRevokeView(APIView):
         summary="Revoke a token (refused from the next request on)",
     )
     def post(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         token = get_object_or_404(ApiToken.objects.filter(owner=request.user), pk=pk)
         services.token_revoke(token=token)
         token.refresh_from_db()

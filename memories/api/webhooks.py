@@ -16,7 +16,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.serializers import StrictBooleanField, StrictCharField, StrictSerializer
+from config.serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictSerializer,
+    require_no_body,
+)
 from memories.api.common import ERROR_EXAMPLE, LIST_PARAMETERS, paginate
 from memories.auth import Scope
 from memories.models import WEBHOOK_EVENTS, WebhookDelivery, WebhookSubscription
@@ -191,6 +196,7 @@ class WebhookDetailView(APIView):
         responses={204: None}, tags=["webhooks"], summary="Delete a subscription and its log"
     )
     def delete(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         subscription = get_object_or_404(_subscriptions(Scope.of(request)), pk=pk)
         services.webhook_subscription_delete(subscription=subscription)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -217,6 +223,7 @@ class WebhookRedeliverView(APIView):
         summary="Send a delivery again, with the same webhook-id",
     )
     def post(self, request: Request, pk: int) -> Response:
+        require_no_body(request)
         scope = Scope.of(request)
         delivery = get_object_or_404(
             WebhookDelivery.objects.filter(subscription__in=_subscriptions(scope)), pk=pk
