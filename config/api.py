@@ -9,10 +9,13 @@ never an HTML page.
 
 from __future__ import annotations
 
+import binascii
 import logging
 import sys
 import tempfile
+from base64 import b64decode
 from typing import Any
+from urllib.parse import parse_qs
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, ValidationError
@@ -330,6 +333,12 @@ def handler403(request: HttpRequest, exception: Exception | None = None) -> Http
     return permission_denied(request, exception)
 
 
+def _invalid_cursor() -> exceptions.ValidationError:
+    return exceptions.ValidationError(
+        {"cursor": ["Not a cursor of this list: pass `next` or `previous` as given."]}
+    )
+
+
 class CursorPagination(pagination.CursorPagination):
     """Newest first, stable under inserts; `limit` above the maximum is an error, not a cap."""
 
@@ -340,6 +349,34 @@ class CursorPagination(pagination.CursorPagination):
         # Read per request so the settings (and tests overriding them) take effect.
         self.page_size = settings.API_DEFAULT_PAGE_SIZE
         self.max_page_size = settings.API_MAX_PAGE_SIZE
+
+    def decode_cursor(self, request):
+        """DRF's decoding, held to what encode_cursor writes: anything else (text that is
+        not base64, keys it never writes, a key twice) is a 400 naming `cursor`, where DRF
+        answered 404 or silently gave the first page. An empty cursor is the first page."""
+        encoded = request.query_params.get(self.cursor_query_param)
+        if not encoded:
+            return None
+        try:
+            text = b64decode(encoded.encode("ascii"), validate=True).decode("ascii")
+            fields = parse_qs(text, keep_blank_values=True, strict_parsing=True)
+        except (ValueError, binascii.Error):
+            raise _invalid_cursor() from None
+        if not fields or set(fields) - {"o", "r", "p"} or any(len(v) > 1 for v in fields.values()):
+            raise _invalid_cursor()
+        try:
+            return super().decode_cursor(request)
+        except exceptions.NotFound:
+            raise _invalid_cursor() from None
+
+    def paginate_queryset(self, queryset, request, view=None):
+        try:
+            return super().paginate_queryset(queryset, request, view)
+        except (ValidationError, ValueError, OverflowError):
+            # A position the ordering's column cannot hold ("p=2026" for a time).
+            if request.query_params.get(self.cursor_query_param):
+                raise _invalid_cursor() from None
+            raise
 
     def get_page_size(self, request) -> int:
         raw = request.query_params.get(self.page_size_query_param)
