@@ -538,7 +538,7 @@ def test_a_query_naming_only_a_date_returns_what_was_written_then(recall, make_m
 
 def test_association_links_come_with_the_far_ends_rows_that_pass_the_filters(make_memory):
     """Spreading's one statement (recall.rows.association_links_with_rows): every link of
-    the candidates, the rows of only those far ends a caller may be given, and the
+    the candidates within the ceiling, the rows of only those far ends a caller may be given, and the
     near-duplicate links of the candidates and of every far end."""
     from django.utils import timezone
 
@@ -564,8 +564,10 @@ def test_association_links_come_with_the_far_ends_rows_that_pass_the_filters(mak
     links, rows, near = association_links_with_rows(
         [a.pk, e.pk], filters, near_duplicate=NEAR_DUPLICATE
     )
+    # The link to the restricted memory is as restricted as it (Association.classification):
+    # above this caller's ceiling, it is not read at all.
     assert sorted(links) == sorted(
-        [(s.pk, t.pk, 0.5) for s, t in ((a, b), (above, a), (a, expired), (e, a), (b, e))]
+        [(s.pk, t.pk, 0.5) for s, t in ((a, b), (a, expired), (e, a), (b, e))]
         + [(e.pk, expired.pk, 0.9)]
     )
     assert set(rows) == {b.pk}
