@@ -40,15 +40,28 @@ class JsonInputError(ValueError):
         self.path = path
 
 
-def _refuse_constant(name: str) -> Any:
-    raise JsonInputError(f"{name} is not allowed; numbers must be finite")
+class _Refused:
+    """Stands where a number no database can hold was, until its path is known."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise JsonInputError(f"the number {text[:40]} is out of range")
-    return value
+def _find(value: Any, target: _Refused, path: str = "") -> str | None:
+    """The path of `target` within a parsed value, or None."""
+    if value is target:
+        return path
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _find(item, target, _path(path, key))
+        if found is not None:
+            return found
+    return None
 
 
 def check_depth(text: str, max_depth: int = MAX_DEPTH) -> None:
@@ -99,15 +112,30 @@ def loads(data: bytes | bytearray | memoryview | str, *, max_depth: int = MAX_DE
     """Parse JSON, refusing what no write path may store (see the module docstring)."""
     text = decode(data)
     check_depth(text, max_depth)
+    refused: list[_Refused] = []
+
+    def constant(name: str) -> _Refused:
+        refused.append(_Refused(f"{name} is not allowed; numbers must be finite"))
+        return refused[-1]
+
+    def number(text: str) -> float | _Refused:
+        value = float(text)
+        if math.isfinite(value):
+            return value
+        refused.append(_Refused(f"the number {text[:40]} is out of range"))
+        return refused[-1]
+
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
-    except JsonInputError:
-        raise
+        value = json.loads(text, parse_constant=constant, parse_float=number)
     except json.JSONDecodeError as exc:
         message = f"not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
         raise JsonInputError(message) from None
     except (ValueError, RecursionError) as exc:  # int digits limit; depth checked above
         raise JsonInputError(f"not valid JSON ({exc})") from None
+    if refused:
+        # Parsed to the end first, so the refusal can name where the number sits (a
+        # repeated key may have dropped it: then it names nothing).
+        raise JsonInputError(refused[0].message, _find(value, refused[0]) or "")
     if _SUSPECT_ESCAPE.search(text):
         check_strings(value)
     return value

@@ -62,20 +62,33 @@ def test_a_refused_string_names_its_path_in_fields(writer, namespace, nothing_wr
 
 
 @pytest.mark.parametrize(
-    "raw, reason",
+    "raw, reason, field",
     [
-        ('{"namespace": "work", "content": "x", "strength": NaN}', "NaN is not allowed"),
-        ('{"namespace": "work", "content": "x", "strength": 1e999}', "out of range"),
-        (b'{"namespace": "work", "content": "caf\xe9"}', "not valid UTF-8"),
-        ('{"namespace": "work", "content": "\\ud800"}', "lone surrogates"),
-        ('{"namespace": "work", "content": ', "not valid JSON"),
+        (
+            '{"namespace": "work", "content": "x", "strength": NaN}',
+            "NaN is not allowed",
+            "strength",
+        ),
+        ('{"namespace": "work", "content": "x", "strength": 1e999}', "out of range", "strength"),
+        (
+            '{"namespace": "work", "content": "x", "keywords": [-Infinity]}',
+            "not allowed",
+            "keywords.0",
+        ),
+        (b'{"namespace": "work", "content": "caf\xe9"}', "not valid UTF-8", None),
+        ('{"namespace": "work", "content": "\\ud800"}', "lone surrogates", "content"),
+        ('{"namespace": "work", "content": ', "not valid JSON", None),
     ],
 )
-def test_json_the_databases_cannot_hold_is_a_400(writer, namespace, raw, reason, nothing_written):
+def test_json_the_databases_cannot_hold_is_a_400(
+    writer, namespace, raw, reason, field, nothing_written
+):
     with nothing_written():
         response = _post(writer, "/api/v1/memories", raw)
     assert response.status_code == 400, response.content
-    assert reason in response.json()["error"]["message"]
+    error = response.json()["error"]
+    assert reason in error["message"]
+    assert list(error.get("fields", {})) == ([field] if field else [])
 
 
 def test_an_unterminated_string_after_deep_brackets_is_refused_in_linear_time():
