@@ -538,8 +538,8 @@ def test_a_query_naming_only_a_date_returns_what_was_written_then(recall, make_m
 
 def test_association_links_come_with_the_far_ends_rows_that_pass_the_filters(make_memory):
     """Spreading's one statement (recall.rows.association_links_with_rows): every link of
-    the candidates within the ceiling, the rows of only those far ends a caller may be given, and the
-    near-duplicate links of the candidates and of every far end."""
+    the candidates within the ceiling, the rows of only those far ends a caller may be
+    given, and the near-duplicate links of the candidates and of every far end."""
     from django.utils import timezone
 
     from recall.rows import association_links_with_rows, load_rows
