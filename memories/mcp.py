@@ -27,6 +27,7 @@ from django.conf import settings
 from django.core.handlers.wsgi import WSGIRequest
 from django.db import close_old_connections
 from django.urls import Resolver404, resolve
+from jsonschema import Draft202012Validator
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -229,9 +230,67 @@ async def _namespace(namespace: str | None) -> str:
     )
 
 
+class StrictToolServer(MCPServer):
+    """Tool arguments held to each tool's input schema as JSON, before the SDK's own
+    validation (pydantic, which would take true or "1" for an id and drop names it does
+    not know): a wrong type or an unknown argument is a tool error naming it, and nothing
+    runs. The listed schemas say so too (additionalProperties: false)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._validators: dict[str, Draft202012Validator] = {}
+
+    def seal(self) -> None:
+        """Close every registered tool's schema to arguments it does not declare."""
+        for tool in self._tool_manager.list_tools():
+            tool.parameters["additionalProperties"] = False
+            self._validators[tool.name] = Draft202012Validator(tool.parameters)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        validator = self._validators.get(name)
+        if validator is not None:
+            errors = sorted(
+                validator.iter_errors(arguments or {}), key=lambda e: list(e.absolute_path)
+            )
+            if errors:
+                raise ToolError(
+                    "Invalid arguments:\n"
+                    + "\n".join(f"- {_argument_error(error)}" for error in errors[:20])
+                )
+        return await super().call_tool(name, arguments, context)
+
+
+def _argument_error(error: Any) -> str:
+    """One refusal of the input schema, naming the argument ("id: true is not an integer")."""
+    path = ".".join(str(part) for part in error.absolute_path)
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return "; ".join(f"{name}: unknown argument" for name in unknown)
+    if error.validator in ("type", "anyOf"):
+        expected = _expected_types(error.schema)
+        shown = json.dumps(error.instance)[:60]
+        return f"{path}: {shown} is not {expected}"
+    return f"{path or 'arguments'}: {error.message}"
+
+
+def _expected_types(schema: dict[str, Any]) -> str:
+    types = [schema["type"]] if "type" in schema else []
+    types += [option.get("type") for option in schema.get("anyOf", []) if option.get("type")]
+    names = {
+        "integer": "an integer",
+        "number": "a number",
+        "string": "a string",
+        "boolean": "true or false",
+        "array": "a list",
+        "object": "an object",
+        "null": "null",
+    }
+    return " or ".join(names.get(t, t) for t in types) or "of the expected type"
+
+
 def build_server() -> MCPServer:
     """The server with every tool; its HTTP app needs the public URL (settings.MCP_URL)."""
-    server = MCPServer(
+    server = StrictToolServer(
         name="engram",
         title="Engram memory",
         instructions=INSTRUCTIONS,
@@ -348,11 +407,11 @@ def build_server() -> MCPServer:
     @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True))
     async def forget(
         id: Id,
-        reason: Annotated[str, Field(description="Why it should be forgotten.")] = "",
+        reason: Annotated[str, Field(description="Why it should be forgotten (required).")],
     ) -> dict[str, Any]:
         """Forget a memory (wrong, obsolete or unwanted). It leaves recall and lists; `restore`
         brings it back. For a fact that changed, prefer remember with supersedes."""
-        return await call("POST", f"/memories/{id}/forget", body=_body(reason=reason or None))
+        return await call("POST", f"/memories/{id}/forget", body={"reason": reason})
 
     @server.tool(annotations=WRITE)
     async def restore(id: Id) -> dict[str, Any]:
@@ -478,6 +537,7 @@ def build_server() -> MCPServer:
         )
         return {"results": found}
 
+    server.seal()
     return server
 
 

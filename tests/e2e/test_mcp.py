@@ -186,7 +186,7 @@ def test_two_tokens_never_see_each_others_memories(server, people):
 
     async def bob(client):
         assert "Not found" in await refused(client, "get", id=secret["id"])
-        assert "Not found" in await refused(client, "forget", id=secret["id"])
+        assert "Not found" in await refused(client, "forget", id=secret["id"], reason="x")
         found = await ok(client, "recall", query="launch code")
         assert found["results"] == []
         assert "namespace" in await refused(
@@ -229,7 +229,7 @@ def test_a_read_only_token_reads_and_cannot_write(server, people):
 
     async def reader(client):
         assert "read-only" in await refused(client, "remember", content="x")
-        assert "read-only" in await refused(client, "forget", id=memory["id"])
+        assert "read-only" in await refused(client, "forget", id=memory["id"], reason="x")
         assert (await ok(client, "get", id=memory["id"]))["memory"]["id"] == memory["id"]
         assert memory["id"] in [
             h["memory_id"] for h in (await ok(client, "recall", query="standup"))["results"]

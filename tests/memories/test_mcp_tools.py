@@ -95,6 +95,38 @@ def test_the_tools_answer_as_the_api_does(secret, namespace):
     tools(secret, calls)
 
 
+def test_arguments_are_held_to_the_tools_schemas_before_anything_runs(secret, namespace):
+    """JSON types as they are (no true for an id, no "1"), no argument a tool does not
+    declare, required ones required: a tool error naming each, and nothing written."""
+    from memories.models import Memory
+
+    async def calls(client):
+        listed = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+        assert all(schema["additionalProperties"] is False for schema in listed.values())
+        assert "reason" in listed["forget"]["required"]
+        tea = await ok(client, "remember", content="Ada drinks tea.")
+        refusals = [
+            (("get", {"id": True}), "id: true is not an integer"),
+            (("get", {"id": str(tea["id"])}), f'id: "{tea["id"]}" is not an integer'),
+            (("forget", {"id": tea["id"]}), "'reason' is a required property"),
+            (("remember", {"content": "More tea.", "bogus": 1}), "bogus: unknown argument"),
+            (("recall", {"query": "tea", "limit": 2.5}), "limit: 2.5 is not an integer"),
+            (("update", {"id": tea["id"], "keywords": "tea"}), "keywords:"),
+        ]
+        for (tool, arguments), expected in refusals:
+            result = await client.call_tool(tool, arguments)
+            assert result.is_error, (tool, arguments)
+            assert expected in result.content[0].text, (tool, result.content[0].text)
+        return tea
+
+    tea = tools(secret, calls)
+    memory = Memory.objects.get(pk=tea["id"])
+    assert (memory.status, list(Memory.objects.values_list("content", flat=True))) == (
+        Memory.Status.ACTIVE,
+        ["Ada drinks tea."],
+    )
+
+
 def test_a_read_only_tokens_recall_does_not_track(user, namespace, make_token):
     writer = make_token(user, namespaces=[namespace])[1]
     reader = make_token(user, namespaces=[namespace], access="read")[1]
@@ -106,7 +138,7 @@ def test_a_read_only_tokens_recall_does_not_track(user, namespace, make_token):
 
     async def read(client):
         await ok(client, "recall", query="standup")
-        assert "read-only" in await refused(client, "forget", id=stored["id"])
+        assert "read-only" in await refused(client, "forget", id=stored["id"], reason="old")
         return await ok(client, "get", id=stored["id"])
 
     assert tools(reader, read, writes=False)["memory"]["recall_count"] == 0
