@@ -213,6 +213,25 @@ class JsonNegotiation(negotiation.DefaultContentNegotiation):
             return renderers[0], renderers[0].media_type
 
 
+class ApiNotFoundMiddleware:
+    """A URL under the API that matches no route is a JSON 404 in the API's error shape,
+    with DEBUG on too (Django then answers with its HTML page of URL patterns instead of
+    calling handler404): an agent's client reads JSON from every API address."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code == 404
+            and request.path.startswith(API_PREFIX)
+            and response.get("Content-Type", "").startswith("text/html")
+        ):
+            return handler404(request)
+        return response
+
+
 class ApiBodyLimitMiddleware:
     """Refuse oversized API bodies before anything reads them (DRF's parsers don't check).
 

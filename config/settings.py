@@ -79,6 +79,7 @@ MIDDLEWARE = [
     "config.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.api.ApiNotFoundMiddleware",
     "config.api.ApiBodyLimitMiddleware",
     "config.api.DatabaseGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

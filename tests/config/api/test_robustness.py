@@ -550,3 +550,15 @@ def test_the_cursors_a_list_gives_still_page_through_it(writer, namespace, make_
     back = writer.get(second["previous"]).json()
     assert len(first["results"]) == 2 and len(second["results"]) == 1
     assert [m["id"] for m in back["results"]] == [m["id"] for m in first["results"]]
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/nowhere", "/api/v1/memories/", "/api/v1//memories", "/api/v1/memories/-1"]
+)
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_api_address_with_no_route_is_a_json_404(writer, path, debug, settings):
+    settings.DEBUG = debug
+    response = writer.get(path)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["error"]["code"] == "not_found"
