@@ -53,12 +53,23 @@ class DashboardForm(forms.Form):
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
 
+    def add_error(self, field: str | None, error: Any) -> None:
+        """Every error, the form's own or a service's, moves the autofocus to the first
+        field at fault, on every page (an error below the fold was shown with the focus
+        left on the page itself)."""
+        super().add_error(field, error)
+        self.focus_first_error()
+
     def focus_first_error(self, default: str | None = None) -> None:
         """Autofocus the first field with an error (else `default`): the page that shows the
-        errors (or the section htmx swaps in) puts a keyboard user on the mistake."""
+        errors (or the section htmx swaps in) puts a keyboard user on the mistake. Only that
+        field: a field declared with autofocus would otherwise win, being first."""
         first = next((name for name in self.fields if name in self.errors), default)
-        if first is not None:
-            self.fields[first].widget.attrs["autofocus"] = True
+        if first is None:
+            return
+        for field in self.fields.values():
+            field.widget.attrs.pop("autofocus", None)
+        self.fields[first].widget.attrs["autofocus"] = True
 
 
 class NamespaceChoiceField(forms.ModelMultipleChoiceField):

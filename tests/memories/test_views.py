@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -112,6 +113,10 @@ def test_an_invalid_edit_shows_the_services_error_and_changes_nothing(
         response = ada_client.post(reverse("memory-update", args=[memory.pk]), data)
     assert response.status_code == 200
     assert response.context["form"].errors["strength"]
+    # The keyboard lands on the mistake, and only there (it may be below the fold).
+    body = response.content.decode()
+    assert body.count("autofocus") == 1
+    assert re.search(r'<input[^>]*name="strength"[^>]*autofocus', body)
     memory.refresh_from_db()
     assert memory.strength == 1.0
     assert not MemoryEvent.objects.filter(kind=MemoryEvent.Kind.UPDATED).exists()
