@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.forms.models import fields_for_model
 from django.utils import timezone
@@ -94,7 +95,12 @@ def _model_fields(model, names: tuple[str, ...]) -> dict[str, forms.Field]:
         if field.get_internal_type() == "DateTimeField":
             widgets[name] = DateTimeLocalInput()
         elif field.get_internal_type() == "TextField":
-            widgets[name] = forms.Textarea(attrs={"rows": 6})
+            attrs: dict[str, Any] = {"rows": 6}
+            if name in ("content", "content_original"):
+                # The service's limit, so the browser stops there rather than the page
+                # answering with an error that names a setting.
+                attrs["maxlength"] = settings.API_MAX_CONTENT_LENGTH
+            widgets[name] = forms.Textarea(attrs=attrs)
     return fields_for_model(model, fields=list(names), widgets=widgets)
 
 
@@ -182,6 +188,9 @@ class ForgetForm(DashboardForm):
     # No required=True: the reason rule lives in memory_forget, and its message shows here.
     reason = forms.CharField(
         required=False,
+        # The column's length: the browser stops the typing there instead of the server
+        # refusing the whole text after the page is left.
+        max_length=Memory._meta.get_field("forgotten_reason").max_length,
         widget=forms.TextInput(attrs={"placeholder": "Why forget it? (for example: outdated)"}),
     )
 

@@ -77,6 +77,11 @@ def everything(study, user):  # noqa: F811
     services.namespace_create(
         owner=user, name="A second namespace with a long name", mode="personal"
     )
+    # Names and texts of one unbroken word, as long as the forms take (a person's choice).
+    services.namespace_create(owner=user, name="N" * 100, mode="personal")
+    study.name = "Study" + "Nomenclature" * 7
+    study.save(update_fields=["name"])
+    services.memory_create(namespace=study, content="x" * 10_000, topic="t" * 100)
     services.memory_update(
         memory=memory,
         changes={
