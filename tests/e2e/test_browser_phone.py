@@ -163,6 +163,29 @@ def fits(page) -> None:
     assert width[0] <= width[1] <= PHONE["viewport"]["width"], (page.url, width)
 
 
+def taps(page) -> None:
+    """Touch targets big enough for a finger: buttons, the account links and Clear at least
+    44 px tall, checkboxes at least 24 px (WCAG 2.5.5 and 2.5.8)."""
+    small = page.evaluate(
+        """() => {
+        const out = [];
+        const check = (selector, least) => {
+          for (const el of document.querySelectorAll(selector)) {
+            const box = el.getBoundingClientRect();
+            if (box.width === 0 || box.height === 0) continue;  // not shown
+            if (getComputedStyle(el).visibility === "hidden") continue;
+            if (el.closest(".visually-hidden")) continue;
+            if (box.height < least) out.push(`${el.outerHTML.slice(0, 80)}: ${box.height}`);
+          }
+        };
+        check("button, a.button, .account a, a.clear", 43.5);
+        check('input[type="checkbox"], input[type="radio"]', 23.5);
+        return out;
+      }"""
+    )
+    assert small == [], (page.url, small[:5])
+
+
 def test_the_url_configuration_lists_the_dashboard_pages():
     names = {name for name, _, _ in dashboard_pages()}
     assert {"home", "memory-detail", "token-list", "review-session", "search"} <= names
@@ -176,6 +199,7 @@ def test_no_page_scrolls_sideways_on_a_phone(phone, everything):
         response = phone.goto(url)
         assert response.status == 200, url
         fits(phone)
+        taps(phone)
         shot(phone, f"phone-page-{name}")
 
 
