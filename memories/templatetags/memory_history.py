@@ -4,6 +4,7 @@ dates in the person's time zone and rounded numbers, never Python's reprs (docs/
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable
@@ -100,3 +101,10 @@ def history_changes(
 def for_people(changes: Iterable[tuple[str, Any, Any]]) -> list[tuple[str, str | None, str]]:
     """`{% for key, before, after in row.changes|for_people %}` in the history table."""
     return history_changes(changes, user_tz())
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    """A stored JSON value as the JSON it is (a webhook's payload), indented: what the
+    receiver gets, not Python's repr of it."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)

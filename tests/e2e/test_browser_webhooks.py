@@ -9,6 +9,7 @@ id, against the Content-Security-Policy (a console error)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -279,7 +280,9 @@ def test_it_works_without_javascript(no_js, user, namespace, receiver):
     no_js.locator("#webhooks tbody").get_by_role("link").click()
     no_js.wait_for_url(re.compile(rf"/webhooks/{subscription.pk}/$"))
     no_js.locator("#delivery-log summary").click()
-    assert "Sent while scripts are off." in no_js.locator("#delivery-log pre").inner_text()
+    payload = no_js.locator("#delivery-log pre").inner_text()
+    assert "Sent while scripts are off." in payload
+    assert json.loads(payload)["type"]  # the JSON the receiver got, not Python's repr
     no_js.get_by_role("button", name=re.compile(r"^Redeliver")).click()
     no_js.wait_for_url(re.compile(rf"/webhooks/{subscription.pk}/$"))
     assert "queued again" in no_js.locator(".message-success").inner_text()
@@ -289,6 +292,9 @@ def test_it_works_without_javascript(no_js, user, namespace, receiver):
     no_js.get_by_role("button", name="Disable").click()
     no_js.wait_for_url(re.compile(rf"/webhooks/{subscription.pk}/$"))
     assert "Disabled" in no_js.locator("dl.meta").inner_text()
+    # Deleting asks first: the first click only opens the question.
+    no_js.locator("details.confirm summary", has_text="Delete").click()
+    assert WebhookSubscription.objects.exists()
     no_js.get_by_role("button", name="Delete with its log").click()
     no_js.wait_for_url(re.compile(rf"/namespaces/{namespace.slug}/$"))
     assert "deleted" in no_js.locator(".message-success").inner_text()
