@@ -183,7 +183,12 @@ def memory_bulk(request: HttpRequest) -> HttpResponse:
     without, a page of its own."""
     scope = Scope.of(request)
     back = safe_next(request, reverse("memory-list"))
-    form = BulkActionForm(request.POST, ceiling=scope.ceiling)
+    htmx = getattr(request, "htmx", None)
+    # The panel htmx puts under the list's own bulk form needs ids of its own: the same
+    # ids twice left its fields without labels (a label names the first of them).
+    form = BulkActionForm(
+        request.POST, ceiling=scope.ceiling, **({"auto_id": "confirm_%s"} if htmx else {})
+    )
     action, values, count, selected = None, {}, 0, Memory.objects.none()
     form.is_valid()
     if form.cleaned_data.get("selected"):
@@ -232,7 +237,6 @@ def memory_bulk(request: HttpRequest) -> HttpResponse:
     }
     # A refusal is a 400 page naming the field; htmx swaps in 2xx answers only, so its
     # panel with the same errors comes back as a 200.
-    htmx = getattr(request, "htmx", None)
     status = 200 if form.is_valid() or htmx else 400
     return render_page(
         request, "memories/memory_bulk.html", context, partial="confirm", status=status

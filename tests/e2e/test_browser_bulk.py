@@ -112,11 +112,21 @@ def test_it_adds_forgets_in_bulk_and_browses_cards_by_keyboard(sized, library, u
     assert page.locator("#bulk_topic").is_hidden()  # only the reason goes with forgetting
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.id") == "bulk_reason"
+    # Without a reason the panel under the list says so, with fields of its own ids (the
+    # same ids twice left them without labels) and the keyboard on the missing reason.
+    page.keyboard.press("Enter")
+    page.locator("#bulk-confirm .errorlist").wait_for()
+    repeated = page.evaluate(
+        "() => { const ids = [...document.querySelectorAll('[id]')].map(e => e.id);"
+        " return ids.filter((id, i) => ids.indexOf(id) !== i); }"
+    )
+    assert repeated == []
+    focused = page.evaluate("[document.activeElement.id, document.activeElement.labels.length]")
+    assert focused == ["confirm_reason", 1]
     page.keyboard.type("Read long ago")
     page.keyboard.press("Enter")
     question = page.locator("#bulk-question")
-    question.wait_for()
-    assert question.inner_text() == "Forget 2 memories?"
+    playwright_api.expect(question).to_have_text("Forget 2 memories?")
     assert not Memory.objects.filter(status="forgotten").exists()
     # The question's answer has the focus (htmx honours autofocus in what it swaps in).
     playwright_api.expect(page.get_by_role("button", name="Forget 2 memories")).to_be_focused()
