@@ -111,6 +111,9 @@ def memory_list(request: HttpRequest) -> HttpResponse:
         "sort": sort,
         "now": now,
         "bulk_form": BulkActionForm(ceiling=scope.ceiling),
+        # What an empty list should say: no namespace yet, nothing yet, or the filters.
+        "has_namespaces": bool(namespaces),
+        "filtered": any(value for name, value in request.GET.items() if name != "sort"),
     }
     return render_page(request, "memories/memory_list.html", context, partial="results")
 

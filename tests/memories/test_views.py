@@ -682,3 +682,16 @@ def test_the_memory_page_says_when_it_will_be_forgotten_and_what_keeps_it(ada_cl
     body = ada_client.get(reverse("memory-detail", args=[fading.pk])).content.decode()
     assert "Never by decay: only short-term memories are forgotten" in body
     assert "adds about" not in body
+
+
+def test_an_empty_memory_list_says_what_to_do_next(ada_client, user):
+    from memories.models import Namespace
+
+    url = reverse("memory-list")
+    assert not Namespace.objects.filter(owner=user).exists()
+    assert "create a namespace" in ada_client.get(url).content.decode()
+    services.namespace_create(owner=user, name="Notes", mode="personal")
+    body = ada_client.get(url).content.decode()
+    assert "No memories yet." in body and reverse("memory-add") in body
+    filtered = ada_client.get(url, {"topic": "nothing-here"}).content.decode()
+    assert "No memories match these filters." in filtered
