@@ -123,12 +123,28 @@
     selection.addRange(range);
   }
 
+  /* A swap that removed the focused control (a page link, a filter, a tab) left the focus
+     on the page itself, so a keyboard user started again from the top: it goes to what
+     was swapped in instead. */
+  function keepFocus(target) {
+    var active = document.activeElement;
+    if (!target || (active && active !== document.body && document.body.contains(active))) return;
+    // An outerHTML swap replaced the target itself: its successor has the same id.
+    if (!document.body.contains(target)) target = target.id && document.getElementById(target.id);
+    if (!target) return;
+    if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
+    target.focus({ preventScroll: true });
+  }
+
   /* After htmx swaps in a new card, move focus to it so screen readers announce it;
      scroll only when it is out of sight (a token's one-time secret lands at the top of
      the page while the button that made it may be far below). */
-  document.addEventListener("htmx:afterSettle", function () {
+  document.addEventListener("htmx:afterSettle", function (event) {
     var focus = document.querySelector("[data-autofocus]");
-    if (!focus) return;
+    if (!focus) {
+      keepFocus(event.detail && event.detail.target);
+      return;
+    }
     focus.focus({ preventScroll: true });
     var box = focus.getBoundingClientRect();
     var height = window.innerHeight || document.documentElement.clientHeight;

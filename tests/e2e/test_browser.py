@@ -470,3 +470,19 @@ def test_it_works_without_javascript(browser, console, live_server, study):
         context.close()
     assert ReviewLog.objects.count() == 1
     assert console.unexpected() == []
+
+
+def test_paging_by_keyboard_keeps_the_focus_in_the_results(page, user):
+    """Enter on "Next →" swaps the results (htmx) and removes the link: the focus goes to
+    the new results, not back to the top of the page."""
+    namespace = services.namespace_create(owner=user, name="Pages", mode="personal")
+    from tests.support.dashboard import add_memories
+
+    add_memories(namespace, user, 30)
+    log_in(page)
+    page.goto("/memories/")
+    page.get_by_role("link", name="Next →").first.focus()
+    page.keyboard.press("Enter")
+    page.get_by_text("Page 2 of 2").first.wait_for()
+    page.wait_for_function("document.activeElement !== document.body")
+    assert page.evaluate("document.activeElement.id") == "memory-results"
