@@ -88,6 +88,14 @@ class SearchForm(DashboardForm):
             (ns.slug, ns.name) for ns in namespaces
         ]
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        since, until = data.get("since"), data.get("until")
+        if since and until and since > until:
+            # Said, rather than an empty result that looks like "nothing was written then".
+            self.add_error("until", "Must not be before From.")
+        return data
+
 
 def _day_bounds(since: date | None, until: date | None) -> tuple[datetime | None, datetime | None]:
     """Local days to instants: from the start of `since` to the end of `until` (inclusive)."""

@@ -211,3 +211,15 @@ def test_the_explanations_cost_a_fixed_number_of_queries(
         )
     with django_assert_max_num_queries(baseline):
         search(ada_client, "fushimi")
+
+
+def test_a_range_that_ends_before_it_starts_is_refused_on_its_field(client, user):
+    client.force_login(user)
+    response = client.get(
+        reverse("search"), {"q": "anything", "since": "2026-05-10", "until": "2026-05-01"}
+    )
+    assert response.status_code == 200
+    assert response.context["form"].errors == {"until": ["Must not be before From."]}
+    body = response.content.decode()
+    assert "Must not be before From." in body
+    assert body.count("autofocus") == 1  # on "To", not on the search box
