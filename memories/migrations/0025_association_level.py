@@ -22,6 +22,10 @@ POSTGRES_FORWARD = [
     CREATE FUNCTION memories_association_level() RETURNS trigger AS $$
     BEGIN
         NEW.classification := {_LEVEL.format(source="NEW.source_id", target="NEW.target_id")};
+        IF TG_OP = 'UPDATE' THEN
+            -- Never lowered: what the link held was written at its old level.
+            NEW.classification := GREATEST(NEW.classification, OLD.classification);
+        END IF;
         RETURN NEW;
     END $$ LANGUAGE plpgsql
     """,
@@ -53,11 +57,16 @@ _SQLITE_SET = (
     "UPDATE memories_association SET classification = "
     f"{_LEVEL.format(source='NEW.source_id', target='NEW.target_id')} WHERE id = NEW.id;"
 )
+# An update (the admin's, say) never lowers it: what the link held was written at its level.
+_SQLITE_RAISE_TO_ENDS = (
+    "UPDATE memories_association SET classification = max(OLD.classification, "
+    f"{_LEVEL.format(source='NEW.source_id', target='NEW.target_id')}) WHERE id = NEW.id;"
+)
 SQLITE_FORWARD = [
     f"CREATE TRIGGER memories_association_level AFTER INSERT ON memories_association "
     f"BEGIN {_SQLITE_SET} END",
     f"CREATE TRIGGER memories_association_level_ends AFTER UPDATE OF source_id, target_id "
-    f"ON memories_association BEGIN {_SQLITE_SET} END",
+    f"ON memories_association BEGIN {_SQLITE_RAISE_TO_ENDS} END",
     "CREATE TRIGGER memories_association_raise AFTER UPDATE OF classification "
     "ON memories_memory WHEN NEW.classification > OLD.classification BEGIN "
     "UPDATE memories_association SET classification = NEW.classification "
