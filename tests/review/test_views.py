@@ -272,3 +272,16 @@ def test_cram_can_finish_early(ada_client, personal, due_three):
 )
 def test_format_interval(days, label):
     assert format_interval(days) == label
+
+
+def test_a_namespace_without_cards_says_how_to_get_some(ada_client, user):
+    from memories import services
+
+    services.namespace_create(owner=user, name="Diary", mode="personal")
+    services.namespace_create(owner=user, name="Agent", mode="agent_memory")
+    for slug, advice in (
+        ("diary", 'add a memory</a> and it gets one'),
+        ("agent", '"Schedule for review now"'),
+    ):
+        body = ada_client.get(reverse("home"), {"namespace": slug}).content.decode()
+        assert "No cards in this namespace yet" in body and advice in body, slug
