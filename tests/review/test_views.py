@@ -280,7 +280,7 @@ def test_a_namespace_without_cards_says_how_to_get_some(ada_client, user):
     services.namespace_create(owner=user, name="Diary", mode="personal")
     services.namespace_create(owner=user, name="Agent", mode="agent_memory")
     for slug, advice in (
-        ("diary", 'add a memory</a> and it gets one'),
+        ("diary", "add a memory</a> and it gets one"),
         ("agent", '"Schedule for review now"'),
     ):
         body = ada_client.get(reverse("home"), {"namespace": slug}).content.decode()
