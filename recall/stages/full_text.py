@@ -443,7 +443,7 @@ def _trigram(
     """Substring and typo matches of terms in a folded column; score = mean term match.
 
     The index proposes rows containing a term or one of its halves, at most TRIGRAM_SCAN
-    rows (on SQLite and in `small` namespaces the newest); Python keeps those where each
+    rows that pass the filters (on SQLite and in `small` namespaces the newest); Python keeps those where each
     word is inside a stored word or shares a trigram Jaccard of at least
     FUZZY_SIMILARITY with one. `small`: the namespaces hold fewer rows than the match
     budget, so on PostgreSQL their own rows are read and matched, rather than the
@@ -470,13 +470,15 @@ def _trigram(
             )
             all_params = [*condition_params, *params, TRIGRAM_SCAN]
     else:
+        # The filters apply within the scan, as in _stemmed_sqlite: another namespace's
+        # newer matches never use up the TRIGRAM_SCAN rows.
         match = f"{column} : ({' OR '.join(_fts_phrase(p) for p in pieces)})"
         sql = (
-            f"SELECT m.id, m.{column} FROM (SELECT rowid AS id FROM memories_memory_trgm "
-            "WHERE memories_memory_trgm MATCH %s ORDER BY rowid DESC LIMIT %s) t "
-            f"JOIN memories_memory m ON m.id = t.id WHERE {where}"
+            f"SELECT m.id, m.{column} FROM memories_memory_trgm t "
+            "CROSS JOIN memories_memory m ON m.id = t.rowid "
+            f"WHERE memories_memory_trgm MATCH %s AND {where} ORDER BY t.rowid DESC LIMIT %s"
         )
-        all_params = [match, TRIGRAM_SCAN, *params]
+        all_params = [match, *params, TRIGRAM_SCAN]
     with connection.cursor() as cursor:
         cursor.execute(sql, all_params)
         rows = cursor.fetchall()

@@ -165,6 +165,30 @@ def test_the_match_budget_is_spent_only_on_what_the_caller_may_see(
     assert sorted(hit[0] for hit in found.hits) == sorted(m.pk for m in mine)
 
 
+def test_the_typo_scan_is_spent_only_on_what_the_caller_may_see(
+    user, other_user, namespace, make_memory, monkeypatch
+):
+    """The same for the trigram step: a typo finds this namespace's memory however many
+    newer matches another user's namespace holds."""
+    from memories import services
+    from recall.stages import full_text as sf
+
+    monkeypatch.setattr(sf, "TRIGRAM_SCAN", 3)
+    mine = make_memory("Lighthouse keeper log")
+    theirs = services.namespace_create(owner=other_user, name="Theirs")
+    for n in range(6):
+        services.memory_create(namespace=theirs, content=f"Lighthouse keeper diary {n}")
+    filters = RecallFilters(
+        namespace_ids=(namespace.pk,), ceiling=Classification.RESTRICTED, now=timezone.now()
+    )
+
+    found = full_text(
+        analyse_query("lighthuose"), filters, limit=10, candidate_cap=10, match_budget=100
+    )
+
+    assert [hit[0] for hit in found.hits] == [mine.pk]
+
+
 @pytest.mark.skipif(not is_postgres(), reason="SQLite's trigram table has one plan")
 def test_typo_candidates_are_the_same_read_by_namespace_or_by_index(user, namespace, make_memory):
     from memories import services
