@@ -443,9 +443,9 @@ def _trigram(
     """Substring and typo matches of terms in a folded column; score = mean term match.
 
     The index proposes rows containing a term or one of its halves, at most TRIGRAM_SCAN
-    rows that pass the filters (on SQLite and in `small` namespaces the newest); Python keeps those where each
-    word is inside a stored word or shares a trigram Jaccard of at least
-    FUZZY_SIMILARITY with one. `small`: the namespaces hold fewer rows than the match
+    rows that pass the filters (on SQLite and in `small` namespaces the newest); Python
+    keeps those where each word is inside a stored word or shares a trigram Jaccard of at
+    least FUZZY_SIMILARITY with one. `small`: the namespaces hold fewer rows than the match
     budget, so on PostgreSQL their own rows are read and matched, rather than the
     pieces' trigram posting lists over every namespace of the table.
     """
