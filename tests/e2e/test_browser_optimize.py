@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from memories import services
 from memories.models import Namespace
@@ -122,6 +123,8 @@ def test_below_the_minimum_it_says_how_many_reviews_there_are_and_are_needed(scr
     page.keyboard.press("Enter")
     refusal = page.locator("#optimize-refusal")
     refusal.wait_for()
+    # Focused when htmx settles the swap, a moment after the element appears.
+    expect(refusal).to_be_focused()
     assert focused(page)["id"] == "optimize-refusal"
     assert refusal.get_attribute("role") == "alert"
     assert refusal.inner_text() == (

@@ -275,3 +275,22 @@ def test_a_new_tokens_secret_is_scrolled_into_view(phone, user):
     )
     assert secret.inner_text().strip().startswith("eng_")
     shot(phone, "phone-token-created")
+
+
+def test_a_card_with_a_long_topic_fits_a_phone(phone, user):
+    """A topic of one long word is shown in the card's badge (cram and review pick their
+    card at random, so the walk over every page may not meet it): cut, not widening."""
+    namespace = services.namespace_create(owner=user, name="Topics", mode="personal")
+    services.memory_create(namespace=namespace, content="Some fact", topic="t" * 100)
+    cram = review_services.cram_start(namespace=namespace, user=user)
+    session = review_services.study_session_start(
+        namespace=namespace, tz=timezone.get_current_timezone(), user=user
+    )
+    log_in(phone)
+    for url in (
+        reverse("cram-session", args=[cram.pk]),
+        reverse("review-session", args=[session.pk]),
+    ):
+        assert phone.goto(url).status == 200
+        assert phone.locator(".badge", has_text="tttt").count() >= 1, url
+        fits(phone)
