@@ -111,6 +111,20 @@ def test_namespace_memories_are_counted_in_document_frequency(make_memory, names
     assert found.unmatched_terms == ["zzzq"]
 
 
+def _theirs(owner, texts: list[str]) -> None:
+    """Another user's namespace holding `texts`, written after the caller's memories."""
+    from memories import services
+
+    theirs = services.namespace_create(owner=owner, name="Theirs")
+    for text in texts:
+        services.memory_create(namespace=theirs, content=text)
+
+
+def _search(namespace, query: str, *, ceiling: int, budget: int = 100):
+    filters = RecallFilters(namespace_ids=(namespace.pk,), ceiling=ceiling, now=timezone.now())
+    return full_text(analyse_query(query), filters, limit=10, candidate_cap=10, match_budget=budget)
+
+
 def test_words_are_counted_only_in_what_the_caller_may_see(
     user, other_user, namespace, make_memory
 ):
@@ -123,20 +137,9 @@ def test_words_are_counted_only_in_what_the_caller_may_see(
     make_memory("Vault code hzq73b73432 is kept here", classification=3)
     gone = make_memory("Old vault code hzq73b73432", classification=0)
     services.memory_forget(memory=gone, reason="test")
-    theirs = services.namespace_create(owner=other_user, name="Theirs")
-    for n in range(3):
-        services.memory_create(namespace=theirs, content=f"hzq73b73432 and quarterly {n}")
-    filters = RecallFilters(
-        namespace_ids=(namespace.pk,), ceiling=Classification.PUBLIC, now=timezone.now()
-    )
+    _theirs(other_user, [f"hzq73b73432 and quarterly {n}" for n in range(3)])
 
-    found = full_text(
-        analyse_query("hzq73b73432 quarterly vault"),
-        filters,
-        limit=10,
-        candidate_cap=10,
-        match_budget=100,
-    )
+    found = _search(namespace, "hzq73b73432 quarterly vault", ceiling=Classification.PUBLIC)
 
     assert found.document_frequency == {"hzq73b73432": 0, "quarterly": 1, "vault": 1}
     assert found.unmatched_terms == ["hzq73b73432"]
@@ -148,19 +151,10 @@ def test_the_match_budget_is_spent_only_on_what_the_caller_may_see(
     user, other_user, namespace, make_memory
 ):
     """Another namespace's newer matches never use up the budget of rows Sf ranks."""
-    from memories import services
-
     mine = [make_memory(f"Lighthouse keeper log {n}") for n in range(3)]
-    theirs = services.namespace_create(owner=other_user, name="Theirs")
-    for n in range(8):
-        services.memory_create(namespace=theirs, content=f"Lighthouse keeper diary {n}")
-    filters = RecallFilters(
-        namespace_ids=(namespace.pk,), ceiling=Classification.RESTRICTED, now=timezone.now()
-    )
+    _theirs(other_user, [f"Lighthouse keeper diary {n}" for n in range(8)])
 
-    found = full_text(
-        analyse_query("lighthouse"), filters, limit=10, candidate_cap=10, match_budget=4
-    )
+    found = _search(namespace, "lighthouse", ceiling=Classification.RESTRICTED, budget=4)
 
     assert sorted(hit[0] for hit in found.hits) == sorted(m.pk for m in mine)
 
@@ -170,21 +164,13 @@ def test_the_typo_scan_is_spent_only_on_what_the_caller_may_see(
 ):
     """The same for the trigram step: a typo finds this namespace's memory however many
     newer matches another user's namespace holds."""
-    from memories import services
     from recall.stages import full_text as sf
 
     monkeypatch.setattr(sf, "TRIGRAM_SCAN", 3)
     mine = make_memory("Lighthouse keeper log")
-    theirs = services.namespace_create(owner=other_user, name="Theirs")
-    for n in range(6):
-        services.memory_create(namespace=theirs, content=f"Lighthouse keeper diary {n}")
-    filters = RecallFilters(
-        namespace_ids=(namespace.pk,), ceiling=Classification.RESTRICTED, now=timezone.now()
-    )
+    _theirs(other_user, [f"Lighthouse keeper diary {n}" for n in range(6)])
 
-    found = full_text(
-        analyse_query("lighthuose"), filters, limit=10, candidate_cap=10, match_budget=100
-    )
+    found = _search(namespace, "lighthuose", ceiling=Classification.RESTRICTED)
 
     assert [hit[0] for hit in found.hits] == [mine.pk]
 
