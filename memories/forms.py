@@ -8,12 +8,13 @@ add_service_errors.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
 from django import forms
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.forms.models import fields_for_model
 from django.utils import timezone
 from rest_framework import serializers
@@ -80,12 +81,33 @@ class NamespaceChoiceField(forms.ModelMultipleChoiceField):
 
 def add_service_errors(form: forms.Form, error: ValidationError) -> None:
     """Show a service's ValidationError on the form: on the named field when the form has
-    it, otherwise at the top."""
+    it, otherwise at the top, after the field's name in words. The services speak the API's
+    field names ("Must not be before valid_from."); a page says the labels a person sees."""
     if hasattr(error, "error_dict"):
         for field, messages in error.message_dict.items():
-            form.add_error(field if field in form.fields else None, messages)
+            messages = [in_labels(form, message) for message in messages]
+            if field in form.fields:
+                form.add_error(field, messages)
+            elif field == NON_FIELD_ERRORS:
+                form.add_error(None, messages)
+            else:
+                form.add_error(None, [f"{_label(form, field)}: {m}" for m in messages])
     else:
-        form.add_error(None, error.messages)
+        form.add_error(None, [in_labels(form, message) for message in error.messages])
+
+
+_FIELD_NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")
+
+
+def _label(form: forms.Form, name: str) -> str:
+    field = form.fields.get(name)
+    label = field.label if field is not None and field.label else name.replace("_", " ")
+    return str(label)[:1].upper() + str(label)[1:]
+
+
+def in_labels(form: forms.Form, message: str) -> str:
+    """`message` with every API field name in it (snake_case words) put as its label, quoted."""
+    return _FIELD_NAME.sub(lambda m: f"“{_label(form, m.group())}”", str(message))
 
 
 def _model_fields(model, names: tuple[str, ...]) -> dict[str, forms.Field]:

@@ -121,6 +121,13 @@ def test_an_invalid_edit_shows_the_services_error_and_changes_nothing(
     assert memory.strength == 1.0
     assert not MemoryEvent.objects.filter(kind=MemoryEvent.Kind.UPDATED).exists()
 
+    data.update(strength="1", valid_from="2026-05-02T10:00", valid_until="2026-05-01T10:00")
+    with nothing_written():
+        response = ada_client.post(reverse("memory-update", args=[memory.pk]), data)
+    (message,) = response.context["form"].errors["valid_until"]
+    assert message == "Must not be before “Valid from”."
+    assert message in response.content.decode()
+
 
 def test_forget_restore_and_boost(ada_client, personal, nothing_written):
     memory = services.memory_create(namespace=personal, content="Fleeting")
@@ -619,7 +626,10 @@ def test_a_token_needs_namespaces(ada_client, user, personal, nothing_written):
             reverse("token-create"), {"name": "x", "access": "read", "ceiling": "1"}
         )
     assert response.status_code == 200
-    assert response.context["form"].errors["namespaces"]
+    # The service's words name the API field; the page says the label a person sees.
+    (message,) = response.context["form"].errors["namespaces"]
+    assert message == "Choose at least one namespace, or “All namespaces”."
+    assert message in response.content.decode()
     assert not ApiToken.objects.exists()
     with nothing_written():
         past = ada_client.post(
