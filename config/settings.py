@@ -89,6 +89,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "config.web.HtmxLoginRedirectMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it answers a locked-out login (config/accounts.py).
     "axes.middleware.AxesMiddleware",
@@ -245,6 +246,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "config.accounts.locked_out"
 AXES_CLIENT_IP_CALLABLE = "config.accounts.client_ip"
 LOGIN_URL = "login"
+CSRF_FAILURE_VIEW = "config.web.csrf_failure"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 

@@ -24,15 +24,53 @@
   /* On a card ([data-hotkeys]): space or enter reveal the answer; then any button with a
      data-key attribute answers to that key (1-4 grade, u undo, ...). "?" anywhere opens
      (or closes) the keyboard help in the footer. */
+  var beforeHelp = null;
+
+  /* Closing the help (or the cue editor) by key gives the focus back to where it was, or to
+     the card: left on the help's summary, Space and Enter would only open the help again. */
+  function giveBack(previous) {
+    var target = previous && previous !== document.body && document.body.contains(previous)
+      ? previous
+      : document.querySelector("[data-autofocus]") || document.getElementById("main");
+    if (target) target.focus({ preventScroll: true });
+  }
+
+  function closeOnEscape(event) {
+    var help = document.getElementById("keyboard-help");
+    if (help && help.open) {
+      help.open = false;
+      giveBack(beforeHelp);
+      beforeHelp = null;
+      return true;
+    }
+    var editor = event.target.closest && event.target.closest("details[data-focus-on-open][open]");
+    editor = editor || (!typing(event.target) && document.querySelector("details[data-focus-on-open][open]"));
+    if (editor) {
+      editor.open = false;
+      giveBack(null);
+      return true;
+    }
+    return false;
+  }
+
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+    if (event.key === "Escape") {
+      if (closeOnEscape(event)) event.preventDefault();
+      return;
+    }
     if (typing(event.target)) return;
     if (event.key === "?") {
       var help = document.getElementById("keyboard-help");
       if (help) {
         event.preventDefault();
-        help.open = !help.open;
         if (help.open) {
+          help.open = false;
+          giveBack(beforeHelp);
+          beforeHelp = null;
+        } else {
+          beforeHelp = document.activeElement;
+          help.open = true;
           help.querySelector("summary").focus();
           help.scrollIntoView({ block: "nearest" });
         }
@@ -135,6 +173,47 @@
     if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
     target.focus({ preventScroll: true });
   }
+
+  /* A request htmx could not complete (refused, failed, or the server out of reach) says so
+     where messages go, as an alert; before, the page stayed as it was without a word. */
+  function requestError(text) {
+    var box = document.getElementById("messages");
+    if (!box) return;
+    clearRequestError();
+    var message = document.createElement("p");
+    message.className = "message message-error";
+    message.setAttribute("role", "alert");
+    message.setAttribute("data-request-error", "");
+    message.textContent = text;
+    box.appendChild(message);
+  }
+
+  function clearRequestError() {
+    var old = document.querySelectorAll("[data-request-error]");
+    for (var i = 0; i < old.length; i++) old[i].remove();
+  }
+
+  document.addEventListener("htmx:beforeRequest", clearRequestError);
+  document.addEventListener("htmx:responseError", function (event) {
+    var status = event.detail && event.detail.xhr ? event.detail.xhr.status : 0;
+    if (status === 403) {
+      requestError("That was refused: this page is older than your last sign-in (another tab?). Nothing was saved. Reload the page and try again.");
+    } else if (status === 404) {
+      requestError("That is no longer there. Reload the page to see what is.");
+    } else if (status === 429) {
+      requestError("Too many requests: wait a moment and try again.");
+    } else if (status >= 500) {
+      requestError("Something went wrong on the server (" + status + "). Try again in a moment.");
+    } else {
+      requestError("That could not be done (" + status + "). Reload the page and try again.");
+    }
+  });
+  document.addEventListener("htmx:sendError", function () {
+    requestError("The server could not be reached. Check the connection and try again.");
+  });
+  document.addEventListener("htmx:timeout", function () {
+    requestError("The server took too long to answer. Try again.");
+  });
 
   /* After htmx swaps in a new card, move focus to it so screen readers announce it;
      scroll only when it is out of sight (a token's one-time secret lands at the top of

@@ -82,6 +82,38 @@ def test_writes_need_a_login_and_a_post(client, user, name, args, nothing_writte
     assert client.get(url).status_code == 405
 
 
+@pytest.mark.parametrize("name", PAGES)
+def test_an_htmx_request_without_a_session_sends_the_page_to_the_login(client, name):
+    """htmx would follow a 302 itself and swap the login page into the fragment it was
+    updating: it is told to load the login page instead, with the page it was on as next."""
+    response = client.get(
+        reverse(name),
+        headers={"HX-Request": "true", "HX-Current-URL": "http://testserver/memories/?page=2"},
+    )
+    assert response.status_code == 200 and not response.content
+    assert response["HX-Redirect"] == f"{reverse('login')}?next=%2Fmemories%2F%3Fpage%3D2"
+    # Another site's address is never where the login sends the browser back to.
+    away = client.post(
+        reverse("token-create"),
+        headers={"HX-Request": "true", "HX-Current-URL": "https://elsewhere.example/x"},
+    )
+    assert away["HX-Redirect"] == f"{reverse('login')}?next=%2F"
+
+
+def test_a_stale_form_gets_a_page_that_says_what_to_do(user, nothing_written):
+    from django.test import Client
+
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    with nothing_written():
+        response = browser.post(reverse("token-create"), {"name": "x", "all_namespaces": "on"})
+    assert response.status_code == 403
+    body = response.content.decode()
+    assert "This form has expired" in body and "Nothing was saved" in body
+    assert 'aria-label="Main"' in body  # the dashboard's page, with its navigation
+    assert not ApiToken.objects.exists()
+
+
 def test_the_login_page_logs_in_and_keeps_next(client, user):
     page = client.get(reverse("login") + "?next=/memories/")
     assert b'id="id_username"' in page.content and b'id="id_password"' in page.content

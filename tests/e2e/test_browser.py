@@ -17,11 +17,12 @@ from django.conf import settings
 from django.utils import timezone
 
 from memories import services
-from memories.models import Namespace
+from memories.models import ApiToken, Namespace
 from review.models import Card, ReviewLog, StudySession
 from review.services import card_ensure
 
 playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
 
 pytestmark = [
     pytest.mark.browser,
@@ -486,3 +487,42 @@ def test_paging_by_keyboard_keeps_the_focus_in_the_results(page, user):
     page.get_by_text("Page 2 of 2").first.wait_for()
     page.wait_for_function("document.activeElement !== document.body")
     assert page.evaluate("document.activeElement.id") == "memory-results"
+
+
+def test_an_expired_session_sends_an_htmx_action_to_the_login_page(page, user):
+    """The session ends while the list is open: "Next →" (an htmx request) takes the whole
+    page to the login form, and signing in comes back to the page, not to a fragment; the
+    login page is never swapped into the list."""
+    namespace = services.namespace_create(owner=user, name="Pages", mode="personal")
+    from tests.support.dashboard import add_memories
+
+    add_memories(namespace, user, 30)
+    log_in(page)
+    page.goto("/memories/?sort=newest")
+    page.context.clear_cookies(name="sessionid")
+    page.get_by_role("link", name="Next →").first.click()
+    page.wait_for_url(re.compile(r"/accounts/login/\?next="))
+    assert page.locator("h1").count() == 1 and page.locator("footer").count() == 1
+    page.fill("#id_username", "ada")
+    page.fill("#id_password", PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(re.compile(r"/memories/\?sort=newest$"))
+
+
+def test_a_refused_htmx_form_says_so_and_saves_nothing(page, user, console):
+    """A form whose CSRF token went stale (another tab signed out and in; cookies cleared)
+    is refused with a 403: the page says so in an alert, where before nothing happened."""
+    services.namespace_create(owner=user, name="Personal", mode="personal")
+    log_in(page)
+    page.goto("/tokens/")
+    page.context.clear_cookies(name="csrftoken")
+    page.fill("#id_name", "stale")
+    page.get_by_label("All namespaces").check()
+    page.get_by_role("button", name="Create token").click()
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("Nothing was saved. Reload the page")
+    assert not ApiToken.objects.filter(name="stale").exists()
+    console.allow.append(re.compile(r"403"))
+    # The next request that goes through takes the alert away.
+    page.reload()
+    expect(page.get_by_role("alert")).to_have_count(0)

@@ -398,3 +398,35 @@ def test_the_memory_page_suspends_and_unsuspends_its_card(sized, three):
     card.refresh_from_db()
     assert card.suspended_at is None
     check_fits(size, page)
+
+
+def test_the_keyboard_help_and_the_cue_editor_give_the_card_its_keys_back(sized, three):
+    """ "?" opens the help and "?" or Escape closes it; Escape closes the cue editor, even
+    from its field. Either way the focus goes back to the card, so Space shows the answer
+    and 1-4 grade: left on the help's summary, Space only reopened the help."""
+    size, page = sized
+    log_in(page)
+    start_studying(page, three)
+    help_ = page.locator("#keyboard-help")
+    answer = page.locator("details.answer")
+    for close in ("?", "Escape"):
+        page.keyboard.press("?")
+        expect(help_).to_have_js_property("open", True)
+        page.keyboard.press(close)
+        expect(help_).to_have_js_property("open", False)
+        page.keyboard.press("Space")
+        expect(answer).to_have_js_property("open", True)
+        first = shown_card(page)
+        page.keyboard.press("3")
+        expect(page.locator("article[data-card]")).not_to_have_attribute("data-card", str(first.pk))
+        answer = page.locator("details.answer")
+
+    editor = page.locator("details.cue-edit")
+    page.keyboard.press("c")
+    expect(editor).to_have_js_property("open", True)
+    page.keyboard.type("half a cue")
+    page.keyboard.press("Escape")
+    expect(editor).to_have_js_property("open", False)
+    page.keyboard.press("Space")
+    expect(page.locator("details.answer")).to_have_js_property("open", True)
+    check_fits(size, page)
