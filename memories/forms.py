@@ -62,6 +62,18 @@ class DashboardForm(forms.Form):
         super().add_error(field, error)
         self.focus_first_error()
 
+    def error_summary(self) -> list[tuple[str, str, str]]:
+        """(label, field id, message) for every error, non-field ones first with no label:
+        what a summary above a region that htmx swaps shows (the fields themselves are not
+        swapped), by the labels a person sees and linked to the fields."""
+        rows = [("", "", str(message)) for message in self.non_field_errors()]
+        for name, errors in self.errors.items():
+            if name in self.fields:
+                bound = self[name]
+                label = str(bound.label or name)
+                rows += [(label, bound.id_for_label, str(message)) for message in errors]
+        return rows
+
     def focus_first_error(self, default: str | None = None) -> None:
         """Autofocus the first field with an error (else `default`): the page that shows the
         errors (or the section htmx swaps in) puts a keyboard user on the mistake. Only that

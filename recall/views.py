@@ -93,7 +93,7 @@ class SearchForm(DashboardForm):
         since, until = data.get("since"), data.get("until")
         if since and until and since > until:
             # Said, rather than an empty result that looks like "nothing was written then".
-            self.add_error("until", "Must not be before From.")
+            self.add_error("until", "Must not be before “From”.")
         return data
 
 

@@ -219,7 +219,17 @@ def test_a_range_that_ends_before_it_starts_is_refused_on_its_field(client, user
         reverse("search"), {"q": "anything", "since": "2026-05-10", "until": "2026-05-01"}
     )
     assert response.status_code == 200
-    assert response.context["form"].errors == {"until": ["Must not be before From."]}
+    assert response.context["form"].errors == {"until": ["Must not be before “From”."]}
     body = response.content.decode()
-    assert "Must not be before From." in body
+    assert "Must not be before “From”." in body
     assert body.count("autofocus") == 1  # on "To", not on the search box
+    # The summary over the results (what htmx swaps in) says the label, linked to the field,
+    # never the field's name in the query string.
+    assert '<a href="#id_until">To</a>: Must not be before “From”.' in body
+    assert "until: " not in body
+
+    typo = client.get(reverse("search"), {"q": "x", "since": "2025-13-45", "limit": "abc"})
+    summary = typo.content.decode()
+    assert '<a href="#id_since">From</a>: Enter a valid date.' in summary
+    assert '<a href="#id_limit">Show</a>: Select a valid choice.' in summary
+    assert "since: " not in summary and "limit: " not in summary
