@@ -15,6 +15,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.forms.models import fields_for_model
 from django.utils import timezone
 from rest_framework import serializers
@@ -135,7 +136,17 @@ def _model_fields(model, names: tuple[str, ...]) -> dict[str, forms.Field]:
                 # answering with an error that names a setting.
                 attrs["maxlength"] = settings.API_MAX_CONTENT_LENGTH
             widgets[name] = forms.Textarea(attrs=attrs)
-    return fields_for_model(model, fields=list(names), widgets=widgets)
+    fields = fields_for_model(model, fields=list(names), widgets=widgets)
+    for name, form_field in fields.items():
+        # The model's range, as min and max, so the browser says so before sending (the
+        # service still decides: the model's validators are the rule).
+        if isinstance(form_field.widget, forms.NumberInput):
+            for validator in model._meta.get_field(name).validators:
+                if isinstance(validator, MinValueValidator):
+                    form_field.widget.attrs.setdefault("min", validator.limit_value)
+                elif isinstance(validator, MaxValueValidator):
+                    form_field.widget.attrs.setdefault("max", validator.limit_value)
+    return fields
 
 
 class KeywordsField(forms.CharField):

@@ -67,21 +67,25 @@ class Namespace(models.Model):
 
     # Ranking weights; null means "the mode's default" (MODE_WEIGHTS).
     weight_similarity = models.FloatField(
+        "similarity weight",
         null=True,
         blank=True,
         validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
     )
     weight_recency = models.FloatField(
+        "recency weight",
         null=True,
         blank=True,
         validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
     )
     weight_utility = models.FloatField(
+        "utility weight",
         null=True,
         blank=True,
         validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
     )
     weight_confidence = models.FloatField(
+        "confidence weight",
         null=True,
         blank=True,
         validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
@@ -90,23 +94,37 @@ class Namespace(models.Model):
     # Decay (seed 003); null means the global setting of the same name.
     decay_model = models.CharField(max_length=20, choices=DecayModel.choices, blank=True)
     decay_half_life_days = models.FloatField(
-        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.001)]
+        "half-life (days)",
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.001)],
     )
     decay_beta = models.FloatField(
+        "decay beta",
         null=True,
         blank=True,
         validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(2.0)],
     )
     decay_power_alpha = models.FloatField(
-        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.01)]
+        "power-law alpha",
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.01)],
     )
     decay_fast_half_life_days = models.FloatField(
-        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.001)]
+        "fast half-life (days)",
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.001)],
     )
     decay_slow_half_life_days = models.FloatField(
-        null=True, blank=True, validators=[validate_finite, MinValueValidator(0.001)]
+        "slow half-life (days)",
+        null=True,
+        blank=True,
+        validators=[validate_finite, MinValueValidator(0.001)],
     )
     decay_fast_weight = models.FloatField(
+        "fast component's weight",
         null=True,
         blank=True,
         validators=[validate_finite, MinValueValidator(0.0), MaxValueValidator(1.0)],
@@ -122,6 +140,7 @@ class Namespace(models.Model):
         "suggested for a person's own namespace.",
     )
     sm2_modifiers = models.BooleanField(
+        "SM-2 modifiers",
         default=False,
         help_text="With SM-2, Anki's modifiers: Hard gives 1.2 times the last interval, "
         "Easy 1.3 times Good's, so each button schedules its own interval. Off: the "
@@ -168,7 +187,9 @@ class Namespace(models.Model):
     # A create whose text a live memory of the namespace has answers with that memory
     # (memories.services.memories); near: also one that is a near-duplicate of it
     # (memories.near_duplicates). Under exact, near-duplicates are stored and linked.
-    dedupe = models.CharField(max_length=8, choices=Dedupe.choices, default=Dedupe.EXACT)
+    dedupe = models.CharField(
+        "duplicates", max_length=8, choices=Dedupe.choices, default=Dedupe.EXACT
+    )
 
     class DecayFitMode(models.TextChoices):
         OFF = "off", "Off: the constants above"
@@ -180,6 +201,7 @@ class Namespace(models.Model):
     # decides the score in the sweep, recall and every page (decay_params), before the
     # decay_* fields above. Any other mode, or a fit that did not beat them: the constants.
     decay_fit = models.CharField(
+        "fitted decay",
         max_length=8,
         choices=DecayFitMode.choices,
         default=DecayFitMode.OFF,

@@ -25,10 +25,18 @@ def namespace_create(
     """Create a namespace for a user; the slug defaults to the slugified name."""
     namespace = Namespace(owner=owner, name=name, slug=slug or slugify(name), mode=mode, **fields)
     taken = "You already have a namespace with this slug."
+    errors: dict[str, list[str]] = {}
+    try:
+        # The one constraint, (owner, slug), is checked below and at the insert.
+        namespace.full_clean(validate_constraints=False)
+    except ValidationError as error:
+        errors = error.message_dict
+    # Every mistake at once: a taken slug used to hide the out-of-range settings until
+    # the next try.
     if Namespace.objects.filter(owner=owner, slug=namespace.slug).exists():
-        raise ValidationError({"slug": taken})
-    # The one constraint, (owner, slug), is checked just above and at the insert.
-    namespace.full_clean(validate_constraints=False)
+        errors.setdefault("slug", []).append(taken)
+    if errors:
+        raise ValidationError(errors)
     with unique_or("slug", taken):
         namespace.save(force_insert=True)
     return namespace

@@ -576,13 +576,24 @@ def test_creating_a_namespace_with_its_mode_and_settings(ada_client, user, nothi
                 "name": "Agent 42",
                 "mode": "personal",
                 "scheduler": "sm2",
-                "desired_retention": "0.9",
+                "desired_retention": "2",
+                "decay_beta": "-5",
                 "new_cards_per_day": "5",
+                "dedupe": "exact",
+                "decay_fit": "off",
+                "card_front": "cloze",
+                "leech_threshold": "8",
             },
         )
     assert again.status_code == 200
-    assert again.context["form"].errors  # the unique slug, from the model's constraint
+    # Every mistake in one round: the taken slug did not hide the settings out of range.
+    assert set(again.context["form"].errors) == {"slug", "desired_retention", "decay_beta"}
     assert Namespace.objects.filter(owner=user).count() == 1
+    # The page says the ranges and the settings' names as words.
+    body = again.content.decode()
+    assert re.search(r'<input[^>]*name="desired_retention"[^>]*min="0.7"[^>]*max="0.99"', body)
+    assert re.search(r'<input[^>]*name="decay_beta"[^>]*min="0.0"[^>]*max="2.0"', body)
+    assert ">Similarity weight</label>" in body and " SM-2 modifiers</label>" in body
 
 
 def test_namespace_settings_go_through_namespace_update(ada_client, personal, nothing_written):
