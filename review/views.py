@@ -864,17 +864,24 @@ def deck_options(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         deck = request.POST.get("deck", "")
         raw = request.POST.get("new_cards_per_day", "").strip()
+        # Every message says which deck it is about: the page lists them all.
+        name = deck or "(no topic)"
         try:
             value = None if raw == "" else int(raw)
         except ValueError:
-            messages.error(request, f"New cards per day: {raw!r} is not a whole number.")
+            shown = raw if len(raw) <= 20 else f"{raw[:20]}…"
+            messages.error(
+                request,
+                f"{name}: “{shown}” is not a whole number. New cards per day is a whole "
+                f"number from 0 to {services.MAX_NEW_CARDS_PER_DAY}, or empty to use the "
+                "namespace's.",
+            )
             return see_other(here)
         try:
             services.deck_options_set(namespace=namespace, deck=deck, new_cards_per_day=value)
         except services.ReviewError as exc:
-            messages.error(request, f"New cards per day: {exc.message}")
+            messages.error(request, f"{name}: {exc.message}")
         else:
-            name = deck or "(no topic)"
             messages.success(
                 request,
                 f"{name}: {value} new cards a day."
