@@ -20,7 +20,7 @@ from django.utils import timezone
 from config.api import error_body
 from config.queue import enqueue
 from memories.importer import ImportFailed, namespace_import
-from memories.models import BackgroundRun, ImportChunk, Namespace
+from memories.models import BackgroundRun, Classification, ImportChunk, Namespace
 
 IMPORT_KIND = BackgroundRun.Kind.IMPORT
 # Pieces of a spooled body: large enough that a 200 MB import is 200 rows, small enough
@@ -139,6 +139,14 @@ def _import_job_run(run_id: int) -> dict[str, Any]:
         )
     ImportChunk.objects.filter(run_id=run_id).delete()
     return {key: value for key, value in counts.items() if key != "memory_ids"}
+
+
+def import_job_visible(run: BackgroundRun, ceiling: int) -> bool:
+    """A job is the business of callers who could have started it: its counts and ids
+    describe memories up to the starting token's ceiling, so a caller below that ceiling
+    gets the same answer as for a job that does not exist."""
+    request = (run.counts or {}).get("request") or {}
+    return int(request.get("ceiling", Classification.RESTRICTED)) <= ceiling
 
 
 def import_job_state(run: BackgroundRun) -> dict[str, Any]:

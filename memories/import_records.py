@@ -208,6 +208,7 @@ class EndRecord(StrictSerializer):
 
 class AssociationRecord(s.AssociationInput):
     created_at = StrictDateTimeField(required=False)
+    classification = s.ClassificationField(required=False)
 
 
 class EntityRecord(s.EntityInput):

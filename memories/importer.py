@@ -32,13 +32,16 @@ links are in (services.near_index): a near-duplicate is linked, never refused, w
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, models, transaction
+from django.db.models import Q
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -65,6 +68,8 @@ from memories.text import fold
 from memories.transfer import FORMAT, VERSION
 
 BATCH = 1000
+# Links raised to their line's level, a statement per this many (one OR term each).
+RAISE_CHUNK = 100
 
 
 class ImportFailed(Exception):
@@ -305,8 +310,11 @@ class _Importer:
     def _association(self, record: dict[str, Any]) -> None:
         data = self.valid(records.AssociationRecord, record)
         source, target = data["source"], data["target"]
-        self.seen(source, "source")
-        self.seen(target, "target")
+        ends = max(self.seen(source, "source"), self.seen(target, "target"))
+        # The stored level is the higher of the line's and its ends' (the database's
+        # trigger sets the ends'; flush_links raises it to the line's).
+        data["classification"] = max(self.level(data, ends), ends)
+        data["ends"] = ends
         if source == target:
             raise self.refuse("target: A memory cannot be linked to itself.")
         if (source, target) in self.pairs:
@@ -492,6 +500,7 @@ class _Importer:
                 ).values_list("source_id", "target_id")
             )
         rows = []
+        raise_to: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for (line, data), pair in zip(self.links, pairs, strict=True):
             # A duplicate's links move to the memory it is: none to itself, none twice.
             if pair[0] == pair[1] or pair in self.link_pairs or pair in there:
@@ -506,8 +515,20 @@ class _Importer:
                 created_at=data.get("created_at") or timezone.now(),
             )
             rows.append((line, association))
+            if data["classification"] > data["ends"]:
+                raise_to[data["classification"]].append(pair)
         self.not_written("association", len(self.links) - len(rows))
         self.write(rows)
+        # A link written while an end was more sensitive keeps that level (the insert's
+        # trigger gave it its ends' levels now): one UPDATE per level, at most four.
+        for level, level_pairs in sorted(raise_to.items()):
+            for start in range(0, len(level_pairs), RAISE_CHUNK):
+                chunk = level_pairs[start : start + RAISE_CHUNK]
+                Association.objects.filter(
+                    reduce(or_, (Q(source_id=a, target_id=b) for a, b in chunk)),
+                    namespace=self.namespace,
+                    classification__lt=level,
+                ).update(classification=level)
         self.links = []
 
     def flush_entities(self) -> None:

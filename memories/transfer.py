@@ -4,8 +4,9 @@ Format (one JSON object per line, `type` first):
 
     {"type": "header", "format": "engram-export", "version": 1, "namespace": {...settings}}
     {"type": "memory", "id": 17, "content": "...", ...every field...}
-    {"type": "association", "source": 17, "target": 18, "weight": 0.6, "kind": "related"}
-    {"type": "entity", "name": "alice", "display_name": "Alice", "kind": "person"}
+    {"type": "association", "source": 17, "target": 18, "weight": 0.6, "kind": "related",
+     "classification": "internal"}
+    {"type": "entity", "name": "alice", "display_name": "Alice", "kind": "person", ...}
     {"type": "relation", "subject": "alice", "predicate": "works_with", "object": "bob", ...}
     {"type": "consolidation", "period": "daily", "period_start": "2026-11-20", ...}
     {"type": "card", "memory": 17, ...scheduling state}
@@ -16,7 +17,10 @@ Format (one JSON object per line, `type` first):
 Ids: memory ids in the file are the exporter's. Import gives every memory a new id and
 rewrites every reference (associations, relations, digests, cards, logs, history) through
 the old -> new mapping, which the import returns. Search fields and signatures are derived
-again on import; embeddings travel as base64 float32 bytes. The end record makes a
+again on import; embeddings travel as base64 float32 bytes. Derived lines (associations,
+entities, relations, digests, events) carry the level they are stored at, which may be
+above their memories' levels now (written while a memory was more sensitive): an import
+keeps it, and raises it to their memories' levels, never lowers it. The end record makes a
 truncated file detectable: an import without it, or with a wrong line count, writes nothing.
 """
 
@@ -119,6 +123,7 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
                 "target": link.target_id,
                 "weight": link.weight,
                 "kind": link.kind,
+                "classification": Classification(link.classification).label,
                 "created_at": _encode(link.created_at),
             }
         )
@@ -131,6 +136,7 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
                 "name": entity.name,
                 "display_name": entity.display_name,
                 "kind": entity.kind,
+                "classification": Classification(entity.classification).label,
                 "created_at": _encode(entity.created_at),
             }
         )
@@ -150,6 +156,7 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
                 "object": relation.object.name,
                 "memory": relation.memory_id,
                 "weight": relation.weight,
+                "classification": Classification(relation.classification).label,
                 "created_at": _encode(relation.created_at),
             }
         )
@@ -164,6 +171,7 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
                 "topic": digest.topic,
                 "text": digest.text,
                 "memory_ids": digest.memory_ids,
+                "classification": Classification(digest.classification).label,
                 "created_at": _encode(digest.created_at),
             }
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils import timezone
@@ -169,6 +169,10 @@ class NamespaceImportJobView(APIView):
         ],
     )
     def get(self, request: Request, slug: str, job: int) -> Response:
-        namespace = get_object_or_404(Scope.of(request).namespaces(), slug=slug)
+        scope = Scope.of(request)
+        namespace = get_object_or_404(scope.namespaces(), slug=slug)
         jobs = BackgroundRun.objects.filter(kind=import_jobs.IMPORT_KIND, namespace=namespace)
-        return Response(import_jobs.import_job_state(get_object_or_404(jobs, pk=job)))
+        run = get_object_or_404(jobs, pk=job)
+        if not import_jobs.import_job_visible(run, scope.ceiling):
+            raise Http404
+        return Response(import_jobs.import_job_state(run))
