@@ -192,7 +192,18 @@ class MemoryRecord(s.MemoryCreateInput):
 
     def validate_recall_timestamps(self, value: list) -> list[str]:
         # Stored as text, in UTC, as recall writes them (the sweep compares them as text).
+        for stamp in value:
+            s.not_in_future(stamp)
         return [stamp.astimezone(UTC).isoformat() for stamp in value]
+
+    # What happened to the memory cannot have happened later than now (a future last use
+    # would keep it at full strength, never decaying, until it is next used).
+    validate_status_changed_at = staticmethod(s.not_in_future)
+    validate_promoted_at = staticmethod(s.not_in_future)
+    validate_forgotten_at = staticmethod(s.not_in_future)
+    validate_last_used_at = staticmethod(s.not_in_future)
+    validate_last_accessed_at = staticmethod(s.not_in_future)
+    validate_last_recalled_at = staticmethod(s.not_in_future)
 
 
 class HeaderRecord(StrictSerializer):

@@ -193,9 +193,15 @@ class MemoryCreateInput(MemoryFieldsMixin):
     read_only_names = MEMORY_SERVER_FIELDS
 
     def validate_created_at(self, value):
-        if value > timezone.now() + timezone.timedelta(minutes=5):
-            raise serializers.ValidationError("May not be in the future.")
-        return value
+        return not_in_future(value)
+
+
+def not_in_future(value):
+    """A moment that has happened (five minutes' grace for clocks): what was written, used,
+    recalled or changed cannot be later than now."""
+    if value is not None and value > timezone.now() + timezone.timedelta(minutes=5):
+        raise serializers.ValidationError("May not be in the future.")
+    return value
 
 
 class MemoryUpdateInput(MemoryFieldsMixin):

@@ -202,6 +202,26 @@ CASES = [
     ("year 0 in UTC", _set(2, created_at="0001-01-01T00:00:00+05:00"), 2, "created_at"),
     ("expiry far out", _set(2, expires_at="9999-12-31T00:00:00Z"), 2, "expires_at"),
     ("not a datetime", _set(2, last_used_at="yesterday"), 2, "last_used_at"),
+    # What happened cannot have happened later than now: a future last use kept a memory at
+    # full strength, out of every sweep, until its next use.
+    *(
+        (f"{name} in the future", _set(2, **{name: "2099-01-01T00:00:00+00:00"}), 2, name)
+        for name in (
+            "created_at",
+            "last_used_at",
+            "status_changed_at",
+            "promoted_at",
+            "forgotten_at",
+            "last_accessed_at",
+            "last_recalled_at",
+        )
+    ),
+    (
+        "a recall in the future",
+        _set(2, recall_timestamps=["2099-01-01T00:00:00+00:00"]),
+        2,
+        "recall_timestamps",
+    ),
     ("timestamps of text", _set(2, recall_timestamps=["yesterday"]), 2, "recall_timestamps.0"),
     ("lone surrogate", _replace(2, "Alice works", "\\ud800 works"), 2, "content"),
     ("invalid UTF-8", _raw(3, b'{"type": "memory", "id": 12, "content": "\xff\xfe"}'), 3, "UTF-8"),
