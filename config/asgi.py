@@ -15,6 +15,7 @@ limits (config.api.ApiBodyLimitMiddleware) still stop a large upload early.
 from __future__ import annotations
 
 import io
+import json
 import os
 
 from a2wsgi import WSGIMiddleware
@@ -70,7 +71,34 @@ async def _mcp_with_request_id(scope, receive, send) -> None:
             message = {**message, "headers": headers}
         await send(message)
 
+    if scope.get("method") == "GET" and not scope.get("path", "").startswith("/.well-known/"):
+        # The app is stateless with JSON answers: it has no stream for a GET to listen on,
+        # and the SDK's would send pings for ever, holding a connection (and a worker's
+        # slot) per caller. The transport's spec allows this answer; clients carry on.
+        await _method_not_allowed(send_with_id)
+        return
     await mcp_app(scope, receive, send_with_id)
+
+
+async def _method_not_allowed(send) -> None:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32000,
+                "message": "Method not allowed: this server answers POST with JSON "
+                "(stateless; no event stream to open with GET).",
+            },
+        }
+    ).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"allow", b"POST"),
+    ]
+    await send({"type": "http.response.start", "status": 405, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 MCP_PREFIXES = ("/mcp", "/.well-known/oauth-protected-resource")

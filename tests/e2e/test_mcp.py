@@ -281,3 +281,24 @@ def test_stdio_serves_the_same_tools_for_one_token(prepared_database, people):
             assert stored["id"] in [hit["memory_id"] for hit in found["results"]]
 
     run(calls())
+
+
+def test_a_get_is_refused_at_once_rather_than_held_open(server, people):
+    """Stateless with JSON answers, the app has no event stream: a GET answers 405 at once
+    (the transport's spec allows it) instead of an event stream of pings that never ends.
+    The SDK's client carries on without one (the other tests)."""
+    for headers in (
+        {"Authorization": f"Bearer {people['ada']}", "Accept": "text/event-stream"},
+        {},
+    ):
+        request = urllib.request.Request(f"{server.url}/mcp", headers=headers)
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(request, timeout=10)
+        assert error.value.code == 405
+        assert error.value.headers["Allow"] == "POST"
+        assert error.value.headers["X-Request-ID"]
+        assert json.loads(error.value.read())["error"]["code"] == -32000
+    metadata = urllib.request.urlopen(
+        f"{server.url}/.well-known/oauth-protected-resource/mcp", timeout=30
+    )
+    assert metadata.status == 200
