@@ -17,11 +17,13 @@ import time
 import typing
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import engram_client
 import httpx
 import pytest
+from django.conf import settings
 from drf_spectacular.generators import SchemaGenerator
 from engram_client import AsyncEngram, Engram, Retry
 from engram_client import models as m
@@ -256,6 +258,17 @@ def test_every_operation_of_the_schema_is_offered_by_the_client(schema):
         and (method.upper(), path.removeprefix("/api/v1")) not in NOT_IN_THE_CLIENT
     )
     assert missing == [], "add these to engram_client (or to NOT_IN_THE_CLIENT, with why)"
+
+
+def test_the_docs_list_every_operation_the_client_leaves_out():
+    text = (Path(settings.BASE_DIR) / "docs" / "client.md").read_text()
+    section = text.split("## Not in the client")[1].split("\n## ")[0]
+    missing = [
+        f"{method} {route}"
+        for method, route in NOT_IN_THE_CLIENT
+        if f"`{method} {route}`" not in section
+    ]
+    assert missing == [], "docs/client.md's 'Not in the client' should name these"
 
 
 def test_the_agreement_check_fails_when_a_route_or_field_is_renamed(schema):
