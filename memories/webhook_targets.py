@@ -10,6 +10,7 @@ WEBHOOK_ALLOW_PRIVATE admits every non-public address but multicast and unspecif
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from urllib.parse import urlsplit
 
@@ -43,6 +44,17 @@ def resolve(host: str, port: int) -> list[Address]:
     return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
 
 
+_HOST_NAME = re.compile(r"[\w-]+(\.[\w-]+)*\.?")
+
+
+def _ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def target_refusal(url: str) -> str | None:
     """Why webhooks may not be sent to `url`, or None: http(s) only, no credentials in
     it, a host that resolves, and every address allowed."""
@@ -58,6 +70,10 @@ def target_refusal(url: str) -> str | None:
     host = parts.hostname
     if not host:
         return "The URL has no host."
+    if not _HOST_NAME.fullmatch(host) and not _ip_literal(host):
+        # A name no DNS could hold ("exa mple.com") is a mistyped URL, not an unreachable
+        # host. Single-label names (a private network's "receiver") are names.
+        return "Not a valid URL."
     try:
         addresses = resolve(host, port)
     except (OSError, UnicodeError):

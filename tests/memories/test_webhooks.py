@@ -285,6 +285,13 @@ def test_private_loopback_and_odd_targets_are_refused(url, settings):
     assert target_refusal(url)
 
 
+@pytest.mark.parametrize(
+    "url", ["https://exa mple.com/", "https://exa<mple.com/", "https://a..b/", "http://x%20y/"]
+)
+def test_a_host_no_name_could_be_is_an_invalid_url_not_one_that_does_not_resolve(url):
+    assert target_refusal(url) == "Not a valid URL."
+
+
 def test_every_address_of_a_host_is_checked(settings, monkeypatch):
     settings.WEBHOOK_ALLOW_LOOPBACK = False
 
