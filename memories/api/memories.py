@@ -163,7 +163,14 @@ class MemoryBulkView(APIView):
         validated: list[tuple[int, dict[str, Any]]] = []
         for index, raw in enumerate(envelope.validated_data["memories"]):
             raw = dict(raw)
-            raw.setdefault("namespace", default_ns)
+            if default_ns is not None:
+                raw.setdefault("namespace", default_ns)
+            elif "namespace" not in raw:
+                # Not "may not be null": the caller sent no null, it left both out.
+                errors[str(index)] = {
+                    "namespace": ["This field is required, in the item or for the request."]
+                }
+                continue
             try:
                 # One serializer for every item: a new one per item would deep-copy its
                 # twenty declared fields each time, more work than the validation itself.

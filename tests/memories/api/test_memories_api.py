@@ -234,6 +234,20 @@ def test_bulk_create_is_all_or_nothing_with_per_item_errors(writer, namespace, n
     assert all(m.search_text.startswith("fact") for m in Memory.objects.all())
 
 
+def test_bulk_without_a_namespace_says_it_is_required_not_null(writer, namespace, nothing_written):
+    payload = {"memories": [{"content": "x"}, {"content": "y", "namespace": namespace.slug}]}
+    with nothing_written():
+        response = writer.post("/api/v1/memories/bulk", payload, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"]["memories"] == {
+        "0": {"namespace": ["This field is required, in the item or for the request."]}
+    }
+    payload["memories"][0]["namespace"] = None  # a null sent is a null
+    with nothing_written():
+        response = writer.post("/api/v1/memories/bulk", payload, format="json")
+    assert "null" in str(response.json()["error"]["fields"]["memories"]["0"]["namespace"])
+
+
 def test_bulk_reads_only_the_namespaces_its_items_name(
     user, namespace, make_token, api, nothing_written
 ):
