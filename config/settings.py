@@ -109,6 +109,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # `ago` ("3 hours ago", "just now"), on every page.
+            "builtins": ["memories.templatetags.when"],
         },
     },
 ]
