@@ -269,13 +269,21 @@ def review_start(request: HttpRequest) -> HttpResponse:
         messages.error(request, "Choose a namespace to study.")
         return see_other(reverse("review-index"))
     namespace, deck = picked
-    session = services.study_session_start(
-        namespace=namespace,
-        tz=user_tz(),
-        user=request.user,
-        deck=deck,
-        ceiling=Scope.of(request).ceiling,
+    now = timezone.now()
+    session = services.study_session_open(
+        namespace=namespace, user=request.user, deck=deck, tz=user_tz(), now=now
     )
+    if session is not None:
+        messages.info(request, "Picked up where you left off: this session was started today.")
+    else:
+        session = services.study_session_start(
+            namespace=namespace,
+            tz=user_tz(),
+            user=request.user,
+            deck=deck,
+            now=now,
+            ceiling=Scope.of(request).ceiling,
+        )
     return see_other(reverse("review-session", args=[session.pk]))
 
 

@@ -61,6 +61,7 @@ from review.services.sessions import (
     SESSION_PASS_QUALITY,
     study_session_finish,
     study_session_grade,
+    study_session_open,
     study_session_set_aside,
     study_session_start,
 )
@@ -109,6 +110,7 @@ __all__ = [
     "optimize_reviews",
     "study_session_finish",
     "study_session_grade",
+    "study_session_open",
     "study_session_set_aside",
     "study_session_start",
 ]

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from memories.models import Memory, Namespace
 from review.models import Card, ReviewLog, StudySession, StudySessionItem
-from review.selectors import review_queue
+from review.selectors import local_day_bounds, review_queue
 from review.services.cards import cards_bury, cards_suspend
 from review.services.errors import (
     AlreadyAnswered,
@@ -70,6 +70,27 @@ def copy_session(target: StudySession, source: StudySession) -> None:
 
 
 @transaction.atomic
+def study_session_open(
+    *, namespace: Namespace, user: Any, deck: str | None, tz: ZoneInfo, now: datetime
+) -> StudySession | None:
+    """The person's unfinished study session of this namespace and deck started today, if
+    any: starting again picks it up (its queue is today's) rather than a second session
+    queueing the same cards."""
+    start_of_day, _ = local_day_bounds(tz, now)
+    return (
+        StudySession.objects.filter(
+            namespace=namespace,
+            user=user,
+            mode=StudySession.Mode.STUDY,
+            status=StudySession.Status.ACTIVE,
+            deck=deck,
+            started_at__gte=start_of_day,
+        )
+        .order_by("-started_at", "-id")
+        .first()
+    )
+
+
 def study_session_start(
     *,
     namespace: Namespace,

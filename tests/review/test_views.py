@@ -212,6 +212,24 @@ def test_a_deck_session_and_an_empty_one(ada_client, user, personal, due_three):
     assert "Nothing to review" in body
 
 
+def test_starting_again_today_picks_up_the_open_session(ada_client, user, personal, due_three):
+    """ "Study all" pressed twice opened two sessions queueing the same cards: the second
+    press now goes back to the first. Another deck, a finished session or yesterday's
+    start a new one."""
+    first = start(ada_client, personal)
+    grade(ada_client, first, "good")
+    again = ada_client.post(reverse("review-start"), {"namespace": personal.slug})
+    assert again["Location"] == reverse("review-session", args=[first.pk])
+    assert "Picked up where you left off" in ada_client.get(again["Location"]).content.decode()
+    assert StudySession.objects.count() == 1
+
+    services.memory_create(namespace=personal, content="Other deck", topic="other")
+    other = start(ada_client, personal, deck="other")
+    assert other.pk != first.pk and other.deck == "other"
+    StudySession.objects.filter(pk=first.pk).update(started_at=timezone.now() - timedelta(days=1))
+    assert start(ada_client, personal).pk not in (first.pk, other.pk)
+
+
 def test_a_memory_forgotten_mid_session_can_be_restored(ada_client, personal, due_three):
     session = start(ada_client, personal)
     first = session.items.order_by("position").first()
