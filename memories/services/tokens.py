@@ -41,6 +41,9 @@ def token_create(
         raise ValidationError({"namespaces": "Unknown namespace."})
     if not all_namespaces and not namespaces:
         raise ValidationError({"namespaces": "Choose at least one namespace, or all_namespaces."})
+    if all_namespaces and namespaces:
+        # Saved as both, the list would be a scope that is not the token's.
+        raise ValidationError({"namespaces": "Choose some namespaces or all_namespaces, not both."})
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationError({"expires_at": "Must be in the future."})
     prefix = secrets.token_hex(TOKEN_PREFIX_BYTES)

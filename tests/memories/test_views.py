@@ -654,6 +654,20 @@ def test_a_token_needs_namespaces(ada_client, user, personal, nothing_written):
             },
         )
     assert past.context["form"].errors["expires_at"]
+    with nothing_written():
+        both = ada_client.post(
+            reverse("token-create"),
+            {
+                "name": "x",
+                "namespaces": [personal.slug],
+                "all_namespaces": "on",
+                "access": "read",
+                "ceiling": "1",
+            },
+        )
+    assert both.context["form"].errors["namespaces"] == [
+        "Choose some namespaces or “All namespaces”, not both."
+    ]
 
 
 def test_tokens_are_created_and_revoked_with_htmx(ada_client, user, personal, api):
