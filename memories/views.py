@@ -250,7 +250,19 @@ def memory_bulk(request: HttpRequest) -> HttpResponse:
 @login_required
 def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A memory: content, metadata, schedule, history, recalls, links and its decay curve."""
-    memory = _memory(request, pk)
+    return _detail_page(request, _memory(request, pk))
+
+
+def _detail_page(
+    request: HttpRequest,
+    memory: Memory,
+    *,
+    forget_form: ForgetForm | None = None,
+    superseded_by_form: SupersededByForm | None = None,
+) -> HttpResponse:
+    """The memory's page; a refused forget or supersede shows it again with its form's
+    error on the field, the typed value kept and the focus there (a message at the top left
+    the keyboard on the page itself and the value lost)."""
     ceiling = Scope.of(request).ceiling
     now = timezone.now()
     params = memory.namespace.decay_params()
@@ -282,8 +294,8 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
         # Only a live memory with no end of validity is offered its group (the service
         # refuses a forgotten or superseded one).
         "can_merge": memory.valid_until is None and memory.status in LIVE_STATUSES,
-        "superseded_by_form": SupersededByForm(),
-        "forget_form": ForgetForm(),
+        "superseded_by_form": superseded_by_form or SupersededByForm(),
+        "forget_form": forget_form or ForgetForm(),
         "forgetting": selectors.forgetting_explanation(memory, now),
         "now": now,
     }
@@ -353,6 +365,7 @@ def memory_forget(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _memory(request, pk)
     form = ForgetForm(request.POST)
     form.is_valid()
+    page = reverse("memory-detail", args=[memory.pk])
     try:
         services.memory_forget(
             memory=memory,
@@ -361,10 +374,18 @@ def memory_forget(request: HttpRequest, pk: int) -> HttpResponse:
             source=DASHBOARD_SOURCE,
         )
     except ValidationError as error:
+        if safe_next(request, page) == page:
+            add_service_errors(form, _as_field(error, "reason"))
+            return _detail_page(request, memory, forget_form=form)
         messages.error(request, " ".join(error.messages))
     else:
         messages.success(request, "Memory forgotten. It can be restored until it is purged.")
-    return see_other(safe_next(request, reverse("memory-detail", args=[memory.pk])))
+    return see_other(safe_next(request, page))
+
+
+def _as_field(error: ValidationError, field: str) -> ValidationError:
+    """A service's refusal without a field, put on the one field the form has."""
+    return error if hasattr(error, "error_dict") else ValidationError({field: error.messages})
 
 
 @require_POST
@@ -411,15 +432,19 @@ def _supersede(request: HttpRequest, *, new: Memory, old: Memory, back: str) -> 
     except ValidationError as error:
         messages.error(request, f"Memory #{old.pk} was not superseded: {' '.join(error.messages)}")
     else:
-        if ended:
-            messages.success(request, f"Memory #{old.pk} superseded by memory #{new.pk}.")
-        else:
-            messages.warning(
-                request,
-                f"Memory #{old.pk} had already stopped being valid; it is now linked as "
-                f"replaced by memory #{new.pk}.",
-            )
+        _superseded_message(request, ended, new=new, old=old)
     return see_other(safe_next(request, back))
+
+
+def _superseded_message(request: HttpRequest, ended, *, new: Memory, old: Memory) -> None:
+    if ended:
+        messages.success(request, f"Memory #{old.pk} superseded by memory #{new.pk}.")
+    else:
+        messages.warning(
+            request,
+            f"Memory #{old.pk} had already stopped being valid; it is now linked as "
+            f"replaced by memory #{new.pk}.",
+        )
 
 
 @require_POST
@@ -447,14 +472,22 @@ def memory_superseded_by(request: HttpRequest, pk: int) -> HttpResponse:
     back = reverse("memory-detail", args=[old.pk])
     form = SupersededByForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Name the memory that replaces it by its number.")
-        return see_other(safe_next(request, back))
+        return _detail_page(request, old, superseded_by_form=form)
     new = Scope.of(request).memories().filter(pk=form.cleaned_data["new"]).first()
     if new is None:
-        # A mistyped number: said on the page, as the other refusals are, not a 404.
-        messages.error(request, f"There is no memory #{form.cleaned_data['new']} of yours.")
-        return see_other(safe_next(request, back))
-    return _supersede(request, new=new, old=old, back=back)
+        # A mistyped number: said on the field, as the other refusals are, not a 404; another
+        # user's number gets the same words.
+        form.add_error("new", f"There is no memory #{form.cleaned_data['new']} of yours.")
+        return _detail_page(request, old, superseded_by_form=form)
+    try:
+        ended = services.memories_supersede(
+            new=new, old=[old], actor=request.user, source=DASHBOARD_SOURCE
+        )
+    except ValidationError as error:
+        form.add_error("new", error.messages)
+        return _detail_page(request, old, superseded_by_form=form)
+    _superseded_message(request, ended, new=new, old=old)
+    return see_other(safe_next(request, back))
 
 
 @require_POST

@@ -133,11 +133,16 @@ def test_forget_restore_and_boost(ada_client, personal, nothing_written):
     memory = services.memory_create(namespace=personal, content="Fleeting")
     detail = reverse("memory-detail", args=[memory.pk])
     with nothing_written():
-        response = ada_client.post(reverse("memory-forget", args=[memory.pk]), {"reason": ""})
-    assert response.status_code == 303
+        response = ada_client.post(reverse("memory-forget", args=[memory.pk]), {"reason": " "})
     memory.refresh_from_db()
     assert memory.status == Memory.Status.ACTIVE  # the service wants a reason
-    assert "Say why" in ada_client.get(detail).content.decode()
+    # The page again, the refusal on the reason's field and the keyboard there.
+    assert response.status_code == 200
+    (error,) = response.context["forget_form"].errors["reason"]
+    assert error.startswith("Say why")
+    body = response.content.decode()
+    assert body.count("autofocus") == 1
+    assert re.search(r'<input[^>]*name="reason"[^>]*autofocus', body)
 
     ada_client.post(reverse("memory-forget", args=[memory.pk]), {"reason": "obsolete"})
     memory.refresh_from_db()
@@ -253,8 +258,16 @@ def test_a_refused_supersede_says_why_and_writes_nothing(
     url, data = reverse("memory-supersede", args=[new.pk]), {"old": old.pk}
     expected = f"Memory #{old.pk} was not superseded: "
     if case == "itself":
+        # Typed on the memory's page: the page again, the refusal on the field.
         url, data = reverse("memory-superseded-by", args=[old.pk]), {"new": old.pk}
-        expected += "A memory cannot supersede itself."
+        with nothing_written():
+            response = ada_client.post(url, data)
+        assert response.status_code == 200
+        form = response.context["superseded_by_form"]
+        assert form.errors["new"] == ["A memory cannot supersede itself."]
+        field = rf'<input[^>]*name="new"[^>]*value="{old.pk}"[^>]*autofocus'
+        assert re.search(field, response.content.decode())
+        return
     elif case == "cycle":
         services.memories_supersede(new=new, old=[old])
         url, data = reverse("memory-supersede", args=[old.pk]), {"old": new.pk}
@@ -302,8 +315,11 @@ def test_supersede_answers_404_for_another_users_memory(
         for pk in (bobs.pk, missing):
             with nothing_written():
                 response = ada_client.post(url, {field: pk})
-            assert response.status_code == 303
-            answers.append(messages_of(ada_client.get(response["Location"])))
+            if response.status_code == 303:  # from recall's conflict button: a message
+                answers.append(messages_of(ada_client.get(response["Location"])))
+            else:  # typed on the memory's page: on the field
+                assert response.status_code == 200
+                answers.append(response.context["superseded_by_form"].errors["new"])
         assert answers == [
             [f"There is no memory #{bobs.pk} of yours."],
             [f"There is no memory #{missing} of yours."],
@@ -335,9 +351,9 @@ def test_supersede_answers_404_for_a_memory_above_the_viewers_ceiling(
     with nothing_written():
         url = reverse("memory-superseded-by", args=[old.pk])
         response = ada_client.post(url, {"new": secret.pk})
-    assert response.status_code == 303
+    assert response.status_code == 200
     refusal = [f"There is no memory #{secret.pk} of yours."]
-    assert messages_of(ada_client.get(response["Location"])) == refusal
+    assert response.context["superseded_by_form"].errors["new"] == refusal
 
 
 def test_supersede_is_a_post(ada_client, deadlines):
