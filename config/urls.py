@@ -11,6 +11,7 @@ from drf_spectacular.views import (
 )
 
 from config.metrics import metrics_view
+from config.web import favicon
 
 # What the API docs pages need beyond the site's Content-Security-Policy (settings): both
 # set styles inline, Redoc searches in a worker it builds from a blob.
@@ -32,6 +33,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # Prometheus: the METRICS_TOKEN bearer or a staff session (docs/metrics.md).
     path("metrics", metrics_view, name="metrics"),
+    # Browsers ask for /favicon.ico whatever the page's <link rel="icon"> says.
+    path("favicon.ico", favicon, name="favicon"),
     path("", include("memories.urls")),
     path("", include("review.urls")),
     path("", include("recall.urls")),

@@ -10,9 +10,15 @@ from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib.messages import get_messages
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponsePermanentRedirect,
+    HttpResponseRedirect,
+)
 from django.shortcuts import render, resolve_url
 from django.template.loader import render_to_string
+from django.templatetags.static import static
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
@@ -92,3 +98,8 @@ class HtmxLoginRedirectMiddleware:
         if not page or current.netloc not in ("", request.get_host()):
             page = "/"
         return HttpResponseClientRedirect(f"{target.path}?{urlencode({'next': page})}")
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, which browsers ask for whatever a page's icon link says: the icon."""
+    return HttpResponsePermanentRedirect(static("img/engram.svg"))

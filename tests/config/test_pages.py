@@ -280,3 +280,9 @@ def test_the_home_page_query_count_is_pinned(
     # sweep changes (2), active sessions, the about-to-forget count
     with django_assert_max_num_queries(23):
         ada_client.get(reverse("home"))
+
+
+def test_the_favicon_browsers_ask_for_is_the_icon(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"].endswith(".svg")
+    assert "engram" in response["Location"]
