@@ -54,9 +54,13 @@ def test_home_switches_namespace_with_an_htmx_partial(ada_client, user, personal
     add_memories(second, user, 3)
     response = ada_client.get(reverse("home"), {"namespace": "second"}, **HX)
     body = response.content.decode()
-    assert body.lstrip().startswith('<section id="stats"')
+    # The fragment carries the tab's title for htmx to set: no two tabs share one.
+    assert body.lstrip().startswith("<title>Second · Home · Engram</title>")
+    assert '<section id="stats"' in body
     assert 'Statistics <span class="muted">· Second</span>' in body
     assert "Background work" not in body
+    page = ada_client.get(reverse("home"), {"namespace": "second"}).content.decode()
+    assert page.count("<title>Second · Home · Engram</title>") == 1
 
 
 def test_home_without_namespaces_invites_to_create_one(ada_client):
