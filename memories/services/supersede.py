@@ -36,7 +36,10 @@ def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source
     for memory in old:
         if memory.valid_from > new.valid_from:
             raise ValidationError(
-                {"supersedes": f"Memory {memory.pk} is valid only from a later time than this one."}
+                {
+                    "supersedes": f"Memory #{memory.pk} is valid only from a later time than "
+                    "the memory that would replace it."
+                }
             )
     return validity_end(
         successor=new,

@@ -286,3 +286,31 @@ def test_the_favicon_browsers_ask_for_is_the_icon(client):
     response = client.get("/favicon.ico")
     assert response.status_code == 301 and response["Location"].endswith(".svg")
     assert "engram" in response["Location"]
+
+
+def test_no_template_comment_spans_lines():
+    """Django's {# #} comment is one line: one spread over several is sent to the browser as
+    text (and, in <head>, closed the head early: the title, styles and scripts fell into
+    the body). Longer comments use {% comment %}."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    base = Path(settings.BASE_DIR)
+    unclosed = [
+        f"{path.relative_to(base)}:{number}"
+        for root in (base / "templates", *base.glob("*/templates"))
+        for path in root.rglob("*.html")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if line.count("{#") != line.count("#}")
+    ]
+    assert unclosed == []
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_page_shows_template_syntax(ada_client, name):
+    body = ada_client.get(reverse(name)).content.decode()
+    for syntax in ("{#", "#}", "{%", "%}", "{{", "}}"):
+        assert syntax not in body, (name, syntax)
+    head = body.split("<body", 1)[0]
+    assert "<title>" in head and 'rel="stylesheet"' in head

@@ -281,7 +281,8 @@ def test_a_refused_supersede_says_why_and_writes_nothing(
         url, data = reverse("memory-supersede", args=[old.pk]), {"old": new.pk}
         expected = (
             f"Memory #{new.pk} was not superseded: "
-            f"Memory {new.pk} is valid only from a later time than this one."
+            f"Memory #{new.pk} is valid only from a later time than the memory that would "
+            "replace it."
         )
     else:
         data = {"old": "twelve"}
