@@ -24,20 +24,28 @@ def namespace_create(
 ) -> Namespace:
     """Create a namespace for a user; the slug defaults to the slugified name."""
     namespace = Namespace(owner=owner, name=name, slug=slug or slugify(name), mode=mode, **fields)
-    taken = "You already have a namespace with this slug."
+    # A slug made from the name is the name's business: a clash is said on the name.
+    field, taken = (
+        ("slug", "You already have a namespace with this slug.")
+        if slug
+        else ("name", f"You already have a namespace with this name (slug “{namespace.slug}”).")
+    )
     errors: dict[str, list[str]] = {}
     try:
         # The one constraint, (owner, slug), is checked below and at the insert.
         namespace.full_clean(validate_constraints=False)
     except ValidationError as error:
         errors = error.message_dict
-    # Every mistake at once: a taken slug used to hide the out-of-range settings until
-    # the next try.
-    if Namespace.objects.filter(owner=owner, slug=namespace.slug).exists():
-        errors.setdefault("slug", []).append(taken)
+    if not namespace.slug and name.strip():
+        # A name of no a-z or 0-9 ("東京") makes no slug: say what to do, not "blank".
+        errors["slug"] = ["Choose a slug (a-z, digits, -): none can be made from this name."]
+    elif namespace.slug and Namespace.objects.filter(owner=owner, slug=namespace.slug).exists():
+        # Every mistake at once: a taken slug used to hide the out-of-range settings until
+        # the next try.
+        errors.setdefault(field, []).append(taken)
     if errors:
         raise ValidationError(errors)
-    with unique_or("slug", taken):
+    with unique_or(field, taken):
         namespace.save(force_insert=True)
     return namespace
 

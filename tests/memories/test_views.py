@@ -604,7 +604,11 @@ def test_creating_a_namespace_with_its_mode_and_settings(ada_client, user, nothi
         )
     assert again.status_code == 200
     # Every mistake in one round: the taken slug did not hide the settings out of range.
-    assert set(again.context["form"].errors) == {"slug", "desired_retention", "decay_beta"}
+    # The slug was made from the name: the clash is said on the name.
+    assert set(again.context["form"].errors) == {"name", "desired_retention", "decay_beta"}
+    assert again.context["form"].errors["name"] == [
+        "You already have a namespace with this name (slug “agent-42”)."
+    ]
     assert Namespace.objects.filter(owner=user).count() == 1
     # The page says the ranges and the settings' names as words.
     body = again.content.decode()
@@ -747,3 +751,27 @@ def test_an_empty_memory_list_says_what_to_do_next(ada_client, user):
     assert "No memories yet." in body and reverse("memory-add") in body
     filtered = ada_client.get(url, {"topic": "nothing-here"}).content.decode()
     assert "No memories match these filters." in filtered
+
+
+def test_a_name_that_makes_no_slug_asks_for_one(ada_client, user, nothing_written):
+    """A name of no a-z or digits ("東京") gives no slug: the form says to choose one,
+    not that a field the person left empty "cannot be blank"; with a slug it is created."""
+    data = {
+        "name": "東京",
+        "mode": "personal",
+        "scheduler": "sm2",
+        "desired_retention": "0.9",
+        "new_cards_per_day": "5",
+        "dedupe": "exact",
+        "decay_fit": "off",
+        "card_front": "cloze",
+        "leech_threshold": "8",
+    }
+    with nothing_written():
+        response = ada_client.post(reverse("namespace-create"), data)
+    assert response.context["form"].errors == {
+        "slug": ["Choose a slug (a-z, digits, -): none can be made from this name."]
+    }
+    created = ada_client.post(reverse("namespace-create"), {**data, "slug": "tokyo"})
+    assert created.status_code == 303
+    assert Namespace.objects.get(owner=user, slug="tokyo").name == "東京"

@@ -181,7 +181,7 @@ def test_a_namespace_slipping_past_the_check_gets_the_sequential_answer(
             "/api/v1/namespaces", {"name": "Shared"}, content_type="application/json"
         )
     assert sequential.status_code == 400
-    assert set(sequential.json()["error"]["fields"]) == {"slug"}
+    assert set(sequential.json()["error"]["fields"]) == {"name"}  # the slug came from it
 
     # A concurrent request's check ran before the first insert committed: it sees nothing.
     _blind_check(monkeypatch, Namespace)
@@ -270,7 +270,7 @@ def test_two_concurrent_namespace_creations_get_201_and_the_sequential_400(user,
     results = sorted(_race(create), key=lambda r: r.status_code)
     assert [r.status_code for r in results] == [201, 400]
     assert results[1].json()["error"]["fields"] == {
-        "slug": ["You already have a namespace with this slug."]
+        "name": ["You already have a namespace with this name (slug “race”)."]
     }
     assert Namespace.objects.filter(owner=user, slug="race").count() == 1
 
