@@ -162,7 +162,7 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
         )
 
     digests = Consolidation.objects.filter(namespace=namespace).within_ceiling(ceiling)
-    for digest in _without_hidden_quotes(digests.order_by("pk"), ceiling):
+    for digest in _without_hidden_quotes(digests.order_by("pk"), ceiling, visible):
         yield emit(
             {
                 "type": "consolidation",
@@ -202,12 +202,20 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
     yield _line({"type": "end", "lines": count + 1})
 
 
-def _without_hidden_quotes(digests, ceiling: int) -> Iterator[Consolidation]:
-    """The digests, minus those quoting a memory now above the ceiling (a query a batch)."""
+def _without_hidden_quotes(digests, ceiling: int, exported) -> Iterator[Consolidation]:
+    """The digests, minus those quoting a memory now above the ceiling, each naming only
+    the memories the file holds: one it quoted that has since been purged is in no line, and
+    an import refuses a reference to a memory not earlier in the file (two queries a
+    batch)."""
 
     def visible(batch: list[Consolidation]) -> Iterator[Consolidation]:
         hidden = quotes_hidden(batch, ceiling)
-        return (digest for digest in batch if digest.pk not in hidden)
+        kept = [digest for digest in batch if digest.pk not in hidden]
+        quoted = {pk for digest in kept for pk in digest.memory_ids}
+        present = set(exported.filter(pk__in=quoted).values_list("pk", flat=True))
+        for digest in kept:
+            digest.memory_ids = [pk for pk in digest.memory_ids if pk in present]
+        return iter(kept)
 
     batch: list[Consolidation] = []
     for digest in digests.iterator(chunk_size=BATCH):

@@ -288,6 +288,7 @@ def test_it_only_reads(method):
 
 PUBLIC = {"login", "api-schema", "api-docs", "api-redoc"}  # no credentials needed
 BEARER = {"metrics"}  # an operator's scraper: 401 with WWW-Authenticate, never a login page
+ICON = {"favicon"}  # what browsers ask for on any page, the login page too: a redirect
 
 
 def _routes(patterns=None, prefix: str = "") -> list[tuple[str, str]]:
@@ -313,6 +314,9 @@ def test_every_route_outside_the_api_and_the_admin_refuses_an_anonymous_visitor(
         where = f"{name} {path}: {response.status_code}"
         if name in PUBLIC:
             assert response.status_code == 200, where
+        elif name in ICON:
+            assert response.status_code == 301, where
+            assert response["Location"].startswith("/static/"), where
         elif name in BEARER:
             assert response.status_code == 401 and "WWW-Authenticate" in response, where
         elif response.status_code == 302:

@@ -186,3 +186,27 @@ def test_management_commands_round_trip(user, namespace, populated, tmp_path):
     copy = services.namespace_create(owner=user, name="Copy")
     call_command("import_namespace", f"{user.username}/{copy.slug}", str(path))
     assert Memory.objects.filter(namespace=copy).count() == 3
+
+
+def test_a_digest_quoting_a_purged_memory_still_round_trips(user, namespace, make_memory):
+    """A digest keeps the ids of what it quoted; once one of them is purged it is in no line
+    of the export, and the import refused the whole file ("memory 1 is not earlier in the
+    file"). The export names only the memories it holds."""
+    from memories.consolidation import consolidation_build
+    from memories.models import Consolidation
+
+    kept = make_memory("zebra crossing repainted")
+    gone = make_memory("zebra sighting at the pier")
+    consolidation_build(namespace=namespace, period="daily", start=timezone.localdate())
+    digest = Consolidation.objects.get(namespace=namespace)
+    assert set(digest.memory_ids) == {kept.pk, gone.pk}
+    gone.delete()
+    lines = list(namespace_export(namespace=namespace, ceiling=Classification.RESTRICTED))
+    (line,) = [json.loads(x) for x in lines if json.loads(x)["type"] == "consolidation"]
+    assert line["memory_ids"] == [kept.pk]
+
+    copy = services.namespace_create(owner=user, name="Copy")
+    result = namespace_import(namespace=copy, lines=lines)
+    (imported,) = Consolidation.objects.filter(namespace=copy)
+    assert imported.memory_ids == [result.memories[kept.pk]]
+    assert imported.text == digest.text
