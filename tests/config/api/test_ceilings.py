@@ -498,6 +498,16 @@ def shared(user, make_token, api):
     return namespace, api(high), api(low)
 
 
+def _creator(namespace, client: APIClient) -> Callable[[str, str], int]:
+    """create(content, level) -> the new memory's id, written by `client` through the API."""
+
+    def create(content: str, level: str) -> int:
+        body = {"namespace": namespace.slug, "content": content, "classification": level}
+        return client.post("/api/v1/memories", body, format="json").json()["id"]
+
+    return create
+
+
 def test_history_written_while_restricted_stays_hidden_after_declassifying(shared):
     namespace, high, low = shared
     memory = high.post(
@@ -528,10 +538,7 @@ def test_a_link_made_while_a_memory_was_restricted_stays_hidden_after_declassify
     ceiling: the list, the memory's links, the export and recall's spreading leave it out
     once both ends are public, as they do a link whose end is hidden now."""
     namespace, high, low = shared
-
-    def create(content: str, level: str) -> int:
-        body = {"namespace": namespace.slug, "content": content, "classification": level}
-        return high.post("/api/v1/memories", body, format="json").json()["id"]
+    create = _creator(namespace, high)
 
     public = create("Ferry timetable for the island", "public")
     secret = create("Zebrafish sighting near the pier", "restricted")
@@ -686,10 +693,7 @@ def test_an_export_imported_elsewhere_keeps_every_derived_level(shared, user):
     restricted stay restricted after the memory is declassified, exported and imported
     into another namespace: the file carries their levels and the import keeps them."""
     namespace, high, low = shared
-
-    def create(content: str, level: str) -> int:
-        body = {"namespace": namespace.slug, "content": content, "classification": level}
-        return high.post("/api/v1/memories", body, format="json").json()["id"]
+    create = _creator(namespace, high)
 
     secret = create("alpha qqsecretdigestword", "restricted")
     public = create("beta", "public")
