@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -23,6 +24,20 @@ from memories.models import (
 )
 from memories.services import webhooks as webhook_services
 from memories.webhook_targets import target_refusal
+
+
+class ViewOnlyAdmin(admin.ModelAdmin):
+    """Shown, never added or edited in the admin: rows whose rules hold across tables (a
+    link's ends, a relation's memory and a card's namespace are the row's own namespace's;
+    a level is never below its memories'; a revoked token stays revoked) are written by
+    the services alone, which the API, import, dashboard and worker share. Deleting stays
+    where the model's own cascade keeps those rules."""
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
 
 
 @admin.register(Namespace)
@@ -62,6 +77,26 @@ class NamespaceAdmin(admin.ModelAdmin):
         ("Review", {"fields": ["scheduler", "desired_retention", "new_cards_per_day"]}),
     ]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Namespace | None = None) -> list[str]:
+        # A namespace's owner and slug never change: tokens, exports and URLs name them.
+        return ["owner", "slug"] if obj else []
+
+    def get_prepopulated_fields(self, request: HttpRequest, obj: Namespace | None = None) -> dict:
+        return {} if obj else self.prepopulated_fields
+
+    def save_model(self, request: HttpRequest, obj: Namespace, form, change: bool) -> None:
+        if not change:
+            super().save_model(request, obj, form, change)
+            return
+        # Through the service, as the API and dashboard change settings (a decay_fit mode
+        # applies its fit there).
+        changes = {
+            name: form.cleaned_data[name]
+            for name in form.changed_data
+            if name in services.NAMESPACE_EDITABLE_FIELDS
+        }
+        services.namespace_update(namespace=obj, changes=changes)
+
 
 class MemoryEventInline(admin.TabularInline):
     model = MemoryEvent
@@ -97,8 +132,27 @@ def _editable(names: frozenset[str]) -> list[str]:
     return [name for name in services.EDITABLE_FIELDS if name in names]
 
 
+class MemoryAdminForm(forms.ModelForm):
+    """The admin's memory form refuses what the services refuse, as form errors: the same
+    validation (memories.services.memory_validate) the API, import and dashboard run."""
+
+    class Meta:
+        model = Memory
+        fields = ["namespace", *services.EDITABLE_FIELDS]
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        if self.errors:
+            return
+        try:
+            services.memory_validate(self.instance)
+        except ValidationError as error:
+            self._update_errors(error)
+
+
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
+    form = MemoryAdminForm
     list_display = [
         "id",
         "short_content",
@@ -208,7 +262,7 @@ class MemoryEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(Association)
-class AssociationAdmin(admin.ModelAdmin):
+class AssociationAdmin(ViewOnlyAdmin):
     list_display = ["source", "target", "weight", "kind", "namespace"]
     list_filter = ["kind"]
     raw_id_fields = ["source", "target"]
@@ -216,7 +270,7 @@ class AssociationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Entity)
-class EntityAdmin(admin.ModelAdmin):
+class EntityAdmin(ViewOnlyAdmin):
     list_display = ["name", "display_name", "kind", "namespace"]
     list_filter = ["kind"]
     search_fields = ["name", "display_name"]
@@ -224,7 +278,7 @@ class EntityAdmin(admin.ModelAdmin):
 
 
 @admin.register(Relation)
-class RelationAdmin(admin.ModelAdmin):
+class RelationAdmin(ViewOnlyAdmin):
     list_display = ["subject", "predicate", "object", "weight", "namespace"]
     list_filter = ["predicate"]
     search_fields = ["subject__name", "object__name", "predicate"]
@@ -233,7 +287,7 @@ class RelationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Consolidation)
-class ConsolidationAdmin(admin.ModelAdmin):
+class ConsolidationAdmin(ViewOnlyAdmin):
     list_display = ["period", "period_start", "topic", "namespace", "created_at"]
     list_filter = ["period"]
     search_fields = ["topic", "text"]
@@ -241,7 +295,7 @@ class ConsolidationAdmin(admin.ModelAdmin):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(ViewOnlyAdmin):
     list_display = [
         "name",
         "prefix",
@@ -257,11 +311,14 @@ class ApiTokenAdmin(admin.ModelAdmin):
     search_fields = ["name", "prefix", "owner__username"]
     list_select_related = ["owner"]
     readonly_fields = ["prefix", "secret_hash", "last_used_at", "created_at"]
-    filter_horizontal = ["namespaces"]
+    # Tokens are created from the dashboard or the API, where the secret is shown once, and
+    # changed only by revoking (the action below): an owner, scope or revocation edited
+    # here would give a secret a user holds powers the user never granted it.
     actions = ["revoke_selected"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        # Tokens are created from the dashboard or the API, where the secret is shown once.
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        # Revoked, not deleted: revocation takes effect on the next request (the token
+        # cache's generation), and the row keeps when it was used.
         return False
 
     @admin.action(description="Revoke selected tokens")

@@ -22,19 +22,25 @@ from config.serializers import (
 from memories import substring
 from memories.fastpaths import PlannedRepresentation, per_thread
 from memories.models import (
+    KEYWORDS,
     POSITION_MAX,
+    RELEVANCE_LIMIT,
     SESSION_ID_LENGTH,
+    TAGS,
     ApiToken,
     Association,
     Classification,
     Consolidation,
+    ContentLength,
     DecayFit,
     Entity,
     Memory,
     MemoryEvent,
     Namespace,
     Relation,
+    StringList,
 )
+from memories.models.namespaces import DESCRIPTION_MAX, HALF_LIFE_MAX_DAYS, POWER_ALPHA_MAX
 from memories.services import (
     BULK_ACTION_MAX,
     CREATE_ONLY_FIELDS,
@@ -61,10 +67,11 @@ class ClassificationField(serializers.ChoiceField):
         return Classification(value).label
 
 
-def _strings(max_items: int, max_length: int = 100) -> serializers.ListField:
+def _strings(rule: StringList) -> serializers.ListField:
+    """A list field with the model's rule (memories.models.memories.StringList) as its shape."""
     return serializers.ListField(
-        child=StrictCharField(max_length=max_length, allow_blank=False),
-        max_length=max_items,
+        child=StrictCharField(max_length=rule.max_length, allow_blank=False),
+        max_length=rule.max_items,
         required=False,
     )
 
@@ -110,10 +117,13 @@ class MemoryFieldsMixin(StrictSerializer):
 
     read_only_names = MEMORY_SERVER_FIELDS | {"namespace"}
 
-    content = StrictCharField(trim_whitespace=True)
-    content_original = StrictCharField(required=False, allow_blank=True)
+    # The model's rules (memories.models.memories): one home for every write path.
+    content = StrictCharField(trim_whitespace=True, validators=[ContentLength()])
+    content_original = StrictCharField(
+        required=False, allow_blank=True, validators=[ContentLength()]
+    )
     language = StrictCharField(required=False, max_length=16)
-    keywords = _strings(50)
+    keywords = _strings(KEYWORDS)
     topic = StrictCharField(required=False, allow_blank=True, max_length=100)
     cue = StrictCharField(
         required=False,
@@ -128,11 +138,13 @@ class MemoryFieldsMixin(StrictSerializer):
     utility = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
     confidence = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
     emotion_score = StrictFloatField(min_value=-5.0, max_value=5.0, required=False)
-    emotion_tags = _strings(20, 50)
+    emotion_tags = _strings(TAGS)
     trust = StrictFloatField(min_value=0.0, max_value=3.0, required=False)
     credibility = StrictIntegerField(min_value=1, max_value=5, required=False)
-    relevance_score = StrictFloatField(min_value=-1e6, max_value=1e6, required=False)
-    importance_flags = _strings(20, 50)
+    relevance_score = StrictFloatField(
+        min_value=-RELEVANCE_LIMIT, max_value=RELEVANCE_LIMIT, required=False
+    )
+    importance_flags = _strings(TAGS)
     expires_at = StrictDateTimeField(required=False, allow_null=True)
     valid_until = StrictDateTimeField(
         required=False,
@@ -141,19 +153,6 @@ class MemoryFieldsMixin(StrictSerializer):
         'true"); null: still true. Superseded memories are left out of recall, the list '
         "and the review queue.",
     )
-
-    def _check_length(self, value: str, setting_value: int) -> str:
-        if len(value) > setting_value:
-            raise serializers.ValidationError(
-                f"At most {setting_value} characters (API_MAX_CONTENT_LENGTH)."
-            )
-        return value
-
-    def validate_content(self, value: str) -> str:
-        return self._check_length(value, settings.API_MAX_CONTENT_LENGTH)
-
-    def validate_content_original(self, value: str) -> str:
-        return self._check_length(value, settings.API_MAX_CONTENT_LENGTH)
 
 
 _declares(MemoryFieldsMixin, EDITABLE_FIELDS)
@@ -533,7 +532,7 @@ class NamespaceInput(StrictSerializer):
 
     name = StrictCharField(max_length=100)
     slug = StrictSlugField(max_length=100, required=False)
-    description = StrictCharField(required=False, allow_blank=True, max_length=2000)
+    description = StrictCharField(required=False, allow_blank=True, max_length=DESCRIPTION_MAX)
     mode = serializers.ChoiceField(choices=Namespace.Mode.choices, required=False)
     weight_similarity = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
     weight_recency = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
@@ -543,17 +542,17 @@ class NamespaceInput(StrictSerializer):
         choices=[("", "global setting"), *Namespace.DecayModel.choices], required=False
     )
     decay_half_life_days = StrictFloatField(
-        min_value=0.001, max_value=36500, required=False, allow_null=True
+        min_value=0.001, max_value=HALF_LIFE_MAX_DAYS, required=False, allow_null=True
     )
     decay_beta = StrictFloatField(min_value=0, max_value=2, required=False, allow_null=True)
     decay_power_alpha = StrictFloatField(
-        min_value=0.01, max_value=100, required=False, allow_null=True
+        min_value=0.01, max_value=POWER_ALPHA_MAX, required=False, allow_null=True
     )
     decay_fast_half_life_days = StrictFloatField(
-        min_value=0.001, max_value=36500, required=False, allow_null=True
+        min_value=0.001, max_value=HALF_LIFE_MAX_DAYS, required=False, allow_null=True
     )
     decay_slow_half_life_days = StrictFloatField(
-        min_value=0.001, max_value=36500, required=False, allow_null=True
+        min_value=0.001, max_value=HALF_LIFE_MAX_DAYS, required=False, allow_null=True
     )
     decay_fast_weight = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
     scheduler = serializers.ChoiceField(

@@ -263,7 +263,9 @@ def _detail_page(
     """The memory's page; a refused forget or supersede shows it again with its form's
     error on the field, the typed value kept and the focus there (a message at the top left
     the keyboard on the page itself and the value lost)."""
-    ceiling = Scope.of(request).ceiling
+    scope = Scope.of(request)
+    ceiling = scope.ceiling
+    visible = scope.memories().values("pk")
     now = timezone.now()
     params = memory.namespace.decay_params()
     points = decay_curve(
@@ -285,9 +287,22 @@ def _detail_page(
         "score": memory.decay_score(now, params),
         "curve": decay_curve_svg(points, thresholds=decay_thresholds()),
         "events": events,
-        "links_out": list(memory.links_out.select_related("target")),
-        "links_in": list(memory.links_in.select_related("source")),
-        "relations": list(memory.relations.select_related("subject", "object")),
+        # Links as the API lists them: both ends visible, the link within the ceiling.
+        "links_out": list(
+            memory.links_out.filter(target__in=visible, classification__lte=ceiling).select_related(
+                "target"
+            )
+        ),
+        "links_in": list(
+            memory.links_in.filter(source__in=visible, classification__lte=ceiling).select_related(
+                "source"
+            )
+        ),
+        "relations": list(
+            memory.relations.filter(namespace_id=memory.namespace_id)
+            .within_ceiling(ceiling)
+            .select_related("subject", "object")
+        ),
         "session": session_turns(memory),
         "superseded_by": (superseded_by(memory, ceiling=ceiling) if memory.is_superseded else None),
         "near_duplicates": near_duplicates_of(memory, ceiling=ceiling),

@@ -4,7 +4,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from memories.admin import MemoryAdmin
+from memories.admin import MemoryAdmin, ViewOnlyAdmin
 from memories.models import Memory
 from review.models import Card, ReviewLog, StudySession, StudySessionItem
 from review.services import card_reschedule_now
@@ -26,7 +26,7 @@ admin.site.register(Memory, ReviewMemoryAdmin)
 
 
 @admin.register(Card)
-class CardAdmin(admin.ModelAdmin):
+class CardAdmin(ViewOnlyAdmin):
     list_display = [
         "memory",
         "namespace",
@@ -43,8 +43,12 @@ class CardAdmin(admin.ModelAdmin):
     search_fields = ["memory__content", "=memory__id"]
     list_select_related = ["memory", "namespace"]
     raw_id_fields = ["memory"]
-    readonly_fields = ["version", "fsrs_state", "created_at"]
+    # Written by the review services only (a card's namespace is its memory's); the
+    # action below reschedules through them. Never deleted here: every memory has its card.
     actions = ["review_now"]
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
 
     @admin.action(description="Schedule selected cards for review now")
     def review_now(self, request: HttpRequest, queryset: QuerySet[Card]) -> None:
@@ -53,7 +57,7 @@ class CardAdmin(admin.ModelAdmin):
 
 
 @admin.register(ReviewLog)
-class ReviewLogAdmin(admin.ModelAdmin):
+class ReviewLogAdmin(ViewOnlyAdmin):
     list_display = ["reviewed_at", "card", "grade", "source", "mode", "user", "namespace"]
     list_filter = ["source", "mode", "grade"]
     list_select_related = ["card__memory", "namespace", "user"]
@@ -70,7 +74,8 @@ class ReviewLogAdmin(admin.ModelAdmin):
         "reviewed_at",
     ]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        # The history of a card: undo and the statistics read it.
         return False
 
 
@@ -92,7 +97,7 @@ class StudySessionItemInline(admin.TabularInline):
 
 
 @admin.register(StudySession)
-class StudySessionAdmin(admin.ModelAdmin):
+class StudySessionAdmin(ViewOnlyAdmin):
     list_display = [
         "id",
         "namespace",

@@ -22,9 +22,14 @@ imported (apps.get_models(), the admin, dumpdata), the order of the former model
 from memories.models.classification import Classification, DerivedQuerySet, derived_level
 from memories.models.namespaces import MODE_WEIGHTS, Namespace
 from memories.models.memories import (
+    KEYWORDS,
     LIVE_STATUSES,
     POSITION_MAX,
+    RELEVANCE_LIMIT,
     SESSION_ID_LENGTH,
+    TAGS,
+    ContentLength,
+    StringList,
     Memory,
     MemoryEvent,
     MemoryQuerySet,
@@ -46,10 +51,13 @@ from memories.models.decay_fits import DecayFit, MemoryUse
 # isort: on
 
 __all__ = [
+    "KEYWORDS",
     "LIVE_STATUSES",
     "MODE_WEIGHTS",
     "POSITION_MAX",
+    "RELEVANCE_LIMIT",
     "SESSION_ID_LENGTH",
+    "TAGS",
     "WEBHOOK_EVENTS",
     "ApiToken",
     "ApiTokenQuerySet",
@@ -57,6 +65,7 @@ __all__ = [
     "BackgroundRun",
     "Classification",
     "Consolidation",
+    "ContentLength",
     "DecayFit",
     "DerivedQuerySet",
     "Entity",
@@ -69,6 +78,7 @@ __all__ = [
     "Namespace",
     "Relation",
     "RelationQuerySet",
+    "StringList",
     "WebhookDelivery",
     "WebhookSubscription",
     "WebhookSubscriptionQuerySet",

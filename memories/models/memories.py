@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import connection, models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.deconstruct import deconstructible
 
 from config.bounds import (
     INT32_MAX,
@@ -28,6 +30,61 @@ from memories.text import fold
 # for those that recalled it (session_ids).
 SESSION_ID_LENGTH = 100
 POSITION_MAX = INT32_MAX
+# The bound of relevance_score, a caller's own scale.
+RELEVANCE_LIMIT = 1e6
+
+
+@deconstructible
+class ContentLength:
+    """At most settings.API_MAX_CONTENT_LENGTH characters, read when a value is checked (the
+    setting may change without a migration). On the model field, so the API, bulk, import,
+    MCP, dashboard and admin refuse the same text."""
+
+    def __call__(self, value: str) -> None:
+        limit = settings.API_MAX_CONTENT_LENGTH
+        if value is not None and len(value) > limit:
+            raise ValidationError(
+                f"At most {limit} characters (API_MAX_CONTENT_LENGTH).", code="max_length"
+            )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ContentLength)
+
+
+@deconstructible
+class StringList:
+    """A JSON list of at most max_items non-blank strings of at most max_length characters."""
+
+    def __init__(self, max_items: int, max_length: int) -> None:
+        self.max_items = max_items
+        self.max_length = max_length
+
+    def __call__(self, value: object) -> None:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ValidationError("Must be a list of strings.", code="invalid")
+        if len(value) > self.max_items:
+            raise ValidationError(
+                f"Ensure this field has no more than {self.max_items} elements.",
+                code="max_items",
+            )
+        for item in value:
+            if not item.strip():
+                raise ValidationError("This list may not hold blank strings.", code="blank")
+            if len(item) > self.max_length:
+                raise ValidationError(
+                    f"Each item may have at most {self.max_length} characters.",
+                    code="max_length",
+                )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StringList) and (self.max_items, self.max_length) == (
+            other.max_items,
+            other.max_length,
+        )
+
+
+KEYWORDS = StringList(50, 100)
+TAGS = StringList(20, 50)  # emotion_tags and importance_flags
 
 
 class MemoryQuerySet(models.QuerySet["Memory"]):
@@ -110,10 +167,10 @@ class Memory(models.Model):
     # Text. content is the English (or translated) text; content_original keeps the
     # source-language text when it differs. search_text/search_original are folded copies
     # (lower case, no diacritics) kept by the services for the trigram indexes.
-    content = models.TextField()
-    content_original = models.TextField(blank=True)
+    content = models.TextField(validators=[ContentLength()])
+    content_original = models.TextField(blank=True, validators=[ContentLength()])
     language = models.CharField(max_length=16, default="en")
-    keywords = models.JSONField(default=list, blank=True)
+    keywords = models.JSONField(default=list, blank=True, validators=[KEYWORDS])
     topic = models.CharField(max_length=100, blank=True)
     cue = models.CharField(
         max_length=300,
@@ -154,7 +211,7 @@ class Memory(models.Model):
     emotion_score = models.FloatField(
         default=0.0, validators=[validate_finite, MinValueValidator(-5.0), MaxValueValidator(5.0)]
     )
-    emotion_tags = models.JSONField(default=list, blank=True)
+    emotion_tags = models.JSONField(default=list, blank=True, validators=[TAGS])
     # trust 0-3 (trust_factor = 0.5 + 0.5 * trust/3); credibility is a source rank
     # 1 (most credible) to 5, and ranks <= 2 get seed 002's 1.25 factor.
     trust = models.FloatField(
@@ -163,8 +220,15 @@ class Memory(models.Model):
     credibility = models.PositiveSmallIntegerField(
         default=3, validators=[MinValueValidator(1), MaxValueValidator(5)]
     )
-    relevance_score = models.FloatField(default=0.0, validators=[validate_finite])
-    importance_flags = models.JSONField(default=list, blank=True)
+    relevance_score = models.FloatField(
+        default=0.0,
+        validators=[
+            validate_finite,
+            MinValueValidator(-RELEVANCE_LIMIT),
+            MaxValueValidator(RELEVANCE_LIMIT),
+        ],
+    )
+    importance_flags = models.JSONField(default=list, blank=True, validators=[TAGS])
 
     # Counters and timestamps.
     use_count = models.PositiveIntegerField(default=0)
@@ -236,7 +300,7 @@ class Memory(models.Model):
             float_check("memory", "emotion_score", -5.0, 5.0),
             float_check("memory", "trust", 0.0, 3.0),
             float_check("memory", "forgotten_score"),
-            float_check("memory", "relevance_score"),
+            float_check("memory", "relevance_score", -RELEVANCE_LIMIT, RELEVANCE_LIMIT),
             models.CheckConstraint(
                 condition=Q(valid_until__isnull=True) | Q(valid_until__gte=F("valid_from")),
                 name="memory_valid_until_after_from",

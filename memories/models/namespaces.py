@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
 from config.bounds import (
-    FLOAT_LIMIT,
     datetime_checks,
     float_check,
     validate_datetime,
@@ -24,6 +23,13 @@ MODE_WEIGHTS: dict[str, dict[str, float]] = {
     "personal": {"similarity": 0.6, "recency": 0.25, "utility": 0.05, "confidence": 0.1},
     "knowledge_base": {"similarity": 0.7, "recency": 0.05, "utility": 0.1, "confidence": 0.15},
 }
+
+
+# Bounds of a namespace's settings, shared by the model (so the admin and the import refuse
+# them) and the API's serializer.
+DESCRIPTION_MAX = 2000
+HALF_LIFE_MAX_DAYS = 36500
+POWER_ALPHA_MAX = 100
 
 
 class NamespaceQuerySet(models.QuerySet["Namespace"]):
@@ -62,7 +68,7 @@ class Namespace(models.Model):
     )
     name = models.CharField(max_length=100)
     slug = models.SlugField(max_length=100)
-    description = models.TextField(blank=True)
+    description = models.TextField(blank=True, validators=[MaxLengthValidator(DESCRIPTION_MAX)])
     mode = models.CharField(max_length=20, choices=Mode.choices, default=Mode.PERSONAL)
 
     # Ranking weights; null means "the mode's default" (MODE_WEIGHTS).
@@ -97,7 +103,11 @@ class Namespace(models.Model):
         "half-life (days)",
         null=True,
         blank=True,
-        validators=[validate_finite, MinValueValidator(0.001)],
+        validators=[
+            validate_finite,
+            MinValueValidator(0.001),
+            MaxValueValidator(HALF_LIFE_MAX_DAYS),
+        ],
     )
     decay_beta = models.FloatField(
         "decay beta",
@@ -109,19 +119,27 @@ class Namespace(models.Model):
         "power-law alpha",
         null=True,
         blank=True,
-        validators=[validate_finite, MinValueValidator(0.01)],
+        validators=[validate_finite, MinValueValidator(0.01), MaxValueValidator(POWER_ALPHA_MAX)],
     )
     decay_fast_half_life_days = models.FloatField(
         "fast half-life (days)",
         null=True,
         blank=True,
-        validators=[validate_finite, MinValueValidator(0.001)],
+        validators=[
+            validate_finite,
+            MinValueValidator(0.001),
+            MaxValueValidator(HALF_LIFE_MAX_DAYS),
+        ],
     )
     decay_slow_half_life_days = models.FloatField(
         "slow half-life (days)",
         null=True,
         blank=True,
-        validators=[validate_finite, MinValueValidator(0.001)],
+        validators=[
+            validate_finite,
+            MinValueValidator(0.001),
+            MaxValueValidator(HALF_LIFE_MAX_DAYS),
+        ],
     )
     decay_fast_weight = models.FloatField(
         "fast component's weight",
@@ -229,11 +247,11 @@ class Namespace(models.Model):
             float_check("namespace", "weight_recency", 0.0, 1.0),
             float_check("namespace", "weight_utility", 0.0, 1.0),
             float_check("namespace", "weight_confidence", 0.0, 1.0),
-            float_check("namespace", "decay_half_life_days", 0.001, FLOAT_LIMIT),
+            float_check("namespace", "decay_half_life_days", 0.001, HALF_LIFE_MAX_DAYS),
             float_check("namespace", "decay_beta", 0.0, 2.0),
-            float_check("namespace", "decay_power_alpha", 0.01, FLOAT_LIMIT),
-            float_check("namespace", "decay_fast_half_life_days", 0.001, FLOAT_LIMIT),
-            float_check("namespace", "decay_slow_half_life_days", 0.001, FLOAT_LIMIT),
+            float_check("namespace", "decay_power_alpha", 0.01, POWER_ALPHA_MAX),
+            float_check("namespace", "decay_fast_half_life_days", 0.001, HALF_LIFE_MAX_DAYS),
+            float_check("namespace", "decay_slow_half_life_days", 0.001, HALF_LIFE_MAX_DAYS),
             float_check("namespace", "decay_fast_weight", 0.0, 1.0),
             float_check("namespace", "desired_retention", 0.7, 0.99),
             models.CheckConstraint(

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
+from memories.forms import MemoryEditForm
 from memories.models import (
     ApiToken,
     Association,
@@ -165,3 +166,105 @@ def test_admin_edit_goes_through_the_service(admin_client):
     assert "flour and water" in memory.search_text
     event = MemoryEvent.objects.get(memory=memory, kind="updated")
     assert event.source == "admin" and "content" in event.after
+
+
+def _memory_form_data(client, memory) -> tuple[str, dict]:
+    url = reverse("admin:memories_memory_change", args=[memory.pk])
+    form = client.get(url).context["adminform"].form
+    data = {name: form[name].value() for name in form.fields}
+    data = {k: ("" if v is None else v) for k, v in data.items()}
+    for inline in ("events-TOTAL_FORMS", "events-INITIAL_FORMS"):
+        data[inline] = "0"
+    return url, data
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("keywords", "[1, 2]"),
+        ("keywords", '{"a": 1}'),
+        ("keywords", '["a\\u0000b"]'),
+        ("keywords", str([f"k{i}" for i in range(51)]).replace("'", '"')),
+        ("emotion_tags", "5"),
+        ("importance_flags", '"urgent"'),
+        ("importance_flags", '["' + "x" * 51 + '"]'),
+        ("relevance_score", "1e12"),
+        ("content", "word " * 5000),
+        ("valid_until", "1990-01-01 00:00:00"),
+    ],
+    ids=lambda v: str(v)[:20],
+)
+def test_the_memory_admin_refuses_what_the_api_refuses_as_a_form_error(admin_client, field, value):
+    # Each of these was a 500 (the service's ValidationError in save_model) or a stored value
+    # the API refuses, which then made the namespace's export impossible to import.
+    memory = Memory.objects.filter(topic="cooking").first()
+    before = {f.name: getattr(memory, f.name) for f in Memory._meta.concrete_fields}
+    url, data = _memory_form_data(admin_client, memory)
+    if field == "valid_until":
+        data["valid_until_0"], data["valid_until_1"] = value.split(" ")
+    else:
+        data[field] = value
+    response = admin_client.post(url, data)
+    assert response.status_code == 200
+    assert field in response.context["adminform"].form.errors
+    memory.refresh_from_db()
+    assert {f.name: getattr(memory, f.name) for f in Memory._meta.concrete_fields} == before
+
+
+def test_the_dashboard_edit_refuses_content_over_the_limit(admin_client, settings):
+    # The limit was the textarea's maxlength alone: a form posted without it stored 25,000
+    # characters, which the export's import then refused.
+    settings.API_MAX_CONTENT_LENGTH = 100
+    memory = Memory.objects.filter(topic="cooking").first()
+    form = MemoryEditForm(memory=memory)
+    data = {name: form[name].value() for name in form.fields}
+    data = {k: ("" if v is None else v) for k, v in data.items()}
+    data["keywords"] = ", ".join(memory.keywords)
+    data["content"] = "x" * 101
+    response = admin_client.post(reverse("memory-update", args=[memory.pk]), data)
+    assert b"At most 100 characters" in response.content
+    memory.refresh_from_db()
+    assert memory.content != "x" * 101
+
+
+@pytest.mark.parametrize(
+    "model",
+    [Association, Entity, Relation, Consolidation, ApiToken, Card, ReviewLog],
+    ids=lambda m: m.__name__,
+)
+def test_rows_whose_rules_span_tables_are_view_only_in_the_admin(admin_client, model):
+    # A card moved to another namespace showed another user's memory in its queue; a link or
+    # relation to another user's memory showed its text; a token given another owner, scope
+    # or an undone revocation gave a secret powers nobody granted it. The services write them.
+    meta = model._meta
+    add = admin_client.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_add"))
+    assert add.status_code == 403
+    row = model.objects.first()
+    if row is None:
+        return
+    change = reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[row.pk])
+    assert admin_client.get(change).status_code == 200  # still shown
+    assert admin_client.post(change, {}).status_code == 403
+
+
+def test_a_namespace_keeps_its_owner_and_slug_in_the_admin(admin_client):
+    namespace = Namespace.objects.get(slug="personal")
+    other = get_user_model().objects.create_user("eve", password="pw-eve-123456")
+    url = reverse("admin:memories_namespace_change", args=[namespace.pk])
+    form = admin_client.get(url).context["adminform"].form
+    assert "owner" not in form.fields and "slug" not in form.fields
+    data = {name: form[name].value() for name in form.fields}
+    data = {k: ("" if v is None else v) for k, v in data.items()}
+    data |= {"owner": other.pk, "slug": "stolen", "description": "d" * 2001}
+    response = admin_client.post(url, data)
+    assert response.status_code == 200
+    assert "description" in response.context["adminform"].form.errors
+    data["description"] = "Mine."
+    data["decay_half_life_days"] = "1e9"
+    response = admin_client.post(url, data)
+    assert "decay_half_life_days" in response.context["adminform"].form.errors
+    data["decay_half_life_days"] = "30"
+    assert admin_client.post(url, data).status_code == 302
+    namespace.refresh_from_db()
+    assert (namespace.owner.username, namespace.slug) == ("demo", "personal")
+    assert (namespace.description, namespace.decay_half_life_days) == ("Mine.", 30.0)

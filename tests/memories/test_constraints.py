@@ -32,6 +32,7 @@ from config.bounds import (
 from config.range_constraints import range_of
 from memories import bulk
 from memories.models import (
+    RELEVANCE_LIMIT,
     ApiToken,
     Association,
     BackgroundRun,
@@ -512,7 +513,7 @@ def test_the_migration_repairs_the_rows_outside_the_ranges(namespace, make_memor
     assert bad.emotion_score == 5.0  # finite: clamped
     assert bad.trust == 0.0
     assert bad.forgotten_score is None  # nullable: NULL
-    assert bad.relevance_score == FLOAT_LIMIT
+    assert bad.relevance_score == RELEVANCE_LIMIT  # 0027: within the API's bound since
     assert bad.created_at == DATETIME_MAX
     assert bad.expires_at == DATETIME_MIN
     assert bad.last_accessed_at == DATETIME_MAX

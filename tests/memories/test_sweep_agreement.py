@@ -42,6 +42,7 @@ from memories.decay import (
     should_promote,
 )
 from memories.models import Memory, MemoryEvent, Namespace
+from memories.models.namespaces import POWER_ALPHA_MAX
 from memories.score_sql import params_cte, scored_memories_sql
 from memories.sweep import (
     ARCHIVE,
@@ -634,7 +635,7 @@ def test_a_vanishing_score_does_not_stop_the_sweep(remember):
     "model",
     [
         {"decay_model": "exponential", "decay_half_life_days": 0.001},
-        {"decay_model": "power_law", "decay_power_alpha": 1e15, "decay_beta": 2.0},
+        {"decay_model": "power_law", "decay_power_alpha": POWER_ALPHA_MAX, "decay_beta": 2.0},
         {"decay_model": "power_law", "decay_power_alpha": 0.01},
         *(
             {"decay_model": "two_component", "decay_fast_weight": w}
