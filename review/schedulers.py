@@ -61,6 +61,69 @@ def fsrs_parameters_problem(values: Any) -> str | None:
     return None
 
 
+# A stored FSRS memory state's bounds: fsrs's own floor for stability (days) and a ceiling
+# far above any reachable value (fsrs caps intervals at 36,500 days); its difficulty scale.
+FSRS_STABILITY_BOUNDS = (float(fsrs.scheduler.STABILITY_MIN), 1e9)
+FSRS_DIFFICULTY_BOUNDS = (1.0, 10.0)
+_FSRS_KEYS = ("stability", "difficulty", "state", "step", "due", "last_review")
+
+
+def _number_in(value: Any, low: float, high: float) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and low <= value <= high
+    )
+
+
+def _aware_iso(value: Any) -> bool:
+    try:
+        moment = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return False
+    return moment.tzinfo is not None and moment.utcoffset() is not None
+
+
+def fsrs_state_problem(data: Any) -> tuple[str, str] | None:
+    """(key, what is wrong) when `data` is not an FSRS state fsrs 6 can read back (as
+    _card_to_dict writes it), else None. fsrs itself fails on such a state with
+    ZeroDivisionError, complex numbers or assertions; the import refuses it by this rule, and
+    a read that meets one anyway (written by an older version, or by hand) does not fail:
+    _to_card treats the card as SM-2's."""
+    if not isinstance(data, dict):
+        return "fsrs_state", "Must be an object."
+    for key in _FSRS_KEYS:
+        if key not in data:
+            return key, "This field is required."
+    state = data["state"]
+    if isinstance(state, bool) or state not in (1, 2, 3):
+        return "state", "Must be 1 (learning), 2 (review) or 3 (relearning)."
+    for key, (low, high) in (
+        ("stability", FSRS_STABILITY_BOUNDS),
+        ("difficulty", FSRS_DIFFICULTY_BOUNDS),
+    ):
+        value = data[key]
+        if value is None:
+            if state != fsrs.State.Learning:
+                return key, "Required once a card has been reviewed (state 2 or 3)."
+        elif not _number_in(value, low, high):
+            return key, f"Must be a number between {low:g} and {high:g}."
+    if (data["stability"] is None) != (data["difficulty"] is None):
+        return "difficulty", "Stability and difficulty are both set or both null."
+    step = data["step"]
+    if step is None:
+        if state != fsrs.State.Review:
+            return "step", "Required in learning and relearning (state 1 or 3)."
+    elif isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        return "step", "Must be a whole number, 0 or more."
+    if not _aware_iso(data["due"]):
+        return "due", "Must be an ISO 8601 datetime with its offset."
+    if data["last_review"] is not None and not _aware_iso(data["last_review"]):
+        return "last_review", "Must be an ISO 8601 datetime with its offset, or null."
+    return None
+
+
 @dataclass(frozen=True)
 class CardState:
     """Scheduling state of one card, whichever scheduler writes it."""
@@ -284,13 +347,14 @@ def _utc(moment: datetime) -> datetime:
 
 def _to_card(state: CardState, now_utc: datetime) -> fsrs.Card:
     # card_id is fixed: fsrs would otherwise read the clock (and sleep) to invent one.
-    if state.fsrs is None:
-        return fsrs.Card(card_id=0, due=now_utc)
     data = state.fsrs
-    # fsrs would carry NaN into every interval and retrievability without complaint.
-    for name in ("stability", "difficulty"):
-        if data[name] is not None:
-            require_finite(f"fsrs {name}", data[name])
+    if data is None:
+        return _from_sm2(state, now_utc)
+    problem = fsrs_state_problem(data)
+    if problem is not None:
+        # Stored data never makes a read fail: the card is read as its SM-2 fields say.
+        logger.warning("Unusable FSRS state (%s: %s); reading the card's SM-2 fields", *problem)
+        return _from_sm2(state, now_utc)
     return fsrs.Card(
         card_id=0,
         state=fsrs.State(int(data["state"])),
@@ -301,6 +365,28 @@ def _to_card(state: CardState, now_utc: datetime) -> fsrs.Card:
         last_review=_utc(datetime.fromisoformat(data["last_review"]))
         if data["last_review"]
         else None,
+    )
+
+
+def _from_sm2(state: CardState, now_utc: datetime) -> fsrs.Card:
+    """An FSRS card for a card with no FSRS state: new if it was never graded; else, for a
+    card SM-2 scheduled (a namespace switched to FSRS), a card in review whose stability is
+    its last interval (SM-2 set the interval at about the retention FSRS aims at, 90 %) and
+    whose difficulty follows its easiness (2.5, SM-2's start, is FSRS's middle, 5; 1.3, its
+    floor, is 10), due when SM-2 said. Switching keeps what was learned: a card fifteen days
+    apart is not asked again in ten minutes."""
+    if state.last_reviewed_at is None or state.next_review is None:
+        return fsrs.Card(card_id=0, due=now_utc)
+    low, high = FSRS_DIFFICULTY_BOUNDS
+    difficulty = min(high, max(low, 5.0 + (sm2.INITIAL_EASINESS - state.easiness) * 5.0 / 1.2))
+    return fsrs.Card(
+        card_id=0,
+        state=fsrs.State.Review,
+        step=None,
+        stability=max(float(state.interval_days), 1.0),
+        difficulty=difficulty,
+        due=_utc(state.next_review),
+        last_review=_utc(state.last_reviewed_at),
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.db.models import QuerySet
+from rest_framework import serializers
 
 from config.serializers import (
     StrictDateTimeField,
@@ -26,6 +27,7 @@ from memories.import_records import JsonObjectField, ModelRecord
 from memories.models import Memory
 from memories.transfer import BATCH
 from review.models import CARD_STATE_FIELDS, Card, ReviewLog
+from review.schedulers import fsrs_state_problem
 
 # A card line: its state (version is local to this database) and when it was made.
 CARD_FIELDS = (*(name for name in CARD_STATE_FIELDS if name != "version"), "created_at")
@@ -50,6 +52,15 @@ class FsrsState(StrictSerializer):
     step = StrictIntegerField(min_value=0, max_value=1000, allow_null=True)
     due = StrictDateTimeField()
     last_review = StrictDateTimeField(allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # The fields' types above, then what fsrs needs of them together (the same rule a
+        # read applies: review.schedulers.fsrs_state_problem).
+        problem = fsrs_state_problem(self.initial_data)
+        if problem is not None:
+            key, message = problem
+            raise serializers.ValidationError({key: message})
+        return attrs
 
 
 class CardRecord(ModelRecord):

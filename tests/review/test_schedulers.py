@@ -13,6 +13,7 @@ from review.schedulers import (
     FSRSScheduler,
     Scheduler,
     SM2Scheduler,
+    fsrs_state_problem,
     get_scheduler,
 )
 from review.sm2 import LATEST_DUE, Button, SM2Config
@@ -228,22 +229,65 @@ def test_it_refuses_a_non_finite_sm2_easiness(easiness):
         scheduler.priority(state, NOW)
 
 
-@pytest.mark.parametrize("name", ["stability", "difficulty"])
-@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
-def test_it_refuses_a_non_finite_fsrs_memory_state(name, value):
+BAD_FSRS_STATES = [
+    *({name: value} for name in ("stability", "difficulty") for value in (math.nan, math.inf)),
+    {"stability": 0.0},
+    {"stability": -5.0},
+    {"difficulty": 0.0},
+    {"state": 2, "stability": None, "difficulty": None, "step": None},
+    {"state": 3, "step": None},
+    {"state": 7},
+    {"due": "not a date"},
+    {"due": "2025-03-01T09:00:00"},
+]
+
+
+@pytest.mark.parametrize("change", BAD_FSRS_STATES, ids=str)
+def test_an_unreadable_fsrs_state_is_read_as_the_cards_sm2_fields(change):
+    # Imported or written by hand, such a state made fsrs fail (ZeroDivisionError, complex
+    # numbers, assertions; NaN raised ValueError): the queue, sessions, grading and tracked
+    # recall answered 500. Stored data never makes a read fail: the card is read as SM-2's.
     scheduler = FSRSScheduler()
     reviewed = scheduler.grade(CardState(), 5, now=NOW)
-    state = CardState.from_dict({**reviewed.to_dict(), "fsrs": {**reviewed.fsrs, name: value}})
+    bad = {**reviewed.fsrs, **change}
+    assert fsrs_state_problem(bad) is not None
+    state = CardState.from_dict({**reviewed.to_dict(), "fsrs": bad})
     later = NOW + timedelta(days=3)
-    message = f"fsrs {name} must be a finite number"
 
-    # Before: a NaN stability gave priority 0.0 (retrievability NaN, clamped).
-    with pytest.raises(ValueError, match=message):
-        scheduler.priority(state, later)
-    with pytest.raises(ValueError, match=message):
-        scheduler.grade(state, 4, now=later)
-    with pytest.raises(ValueError, match=message):
-        scheduler.preview(state, now=later)
+    assert 0.0 <= scheduler.priority(state, later) <= 1.0
+    assert set(scheduler.preview(state, now=later)) == set(Button)
+    graded = scheduler.grade(state, 4, now=later)
+    assert fsrs_state_problem(graded.fsrs) is None
+    assert graded.next_review > later
+
+
+def test_fsrs_state_problem_accepts_what_fsrs_writes():
+    scheduler = FSRSScheduler()
+    state = scheduler.initial_state()
+    moment = NOW
+    for grade in (1, 3, 4, 5, 1, 4):
+        state = scheduler.grade(state, grade, now=moment)
+        assert fsrs_state_problem(state.fsrs) is None, state.fsrs
+        moment = state.next_review
+
+
+def test_a_card_sm2_scheduled_keeps_what_it_learned_under_fsrs():
+    # A namespace switched from SM-2 to FSRS: its card fifteen days apart was offered
+    # Again 1 min / Good 10 min like a new card.
+    sm2_state = CardState(
+        easiness=2.5,
+        interval_days=15,
+        repetitions=3,
+        next_review=NOW,
+        last_quality=4,
+        last_reviewed_at=NOW - timedelta(days=15),
+    )
+    preview = FSRSScheduler().preview(sm2_state, now=NOW)
+
+    assert preview[Button.GOOD] >= timedelta(days=15)
+    assert preview[Button.AGAIN] < timedelta(days=1)
+    new_card = FSRSScheduler().preview(CardState(), now=NOW)
+    assert new_card[Button.GOOD] < timedelta(days=1)  # a new card still starts learning
 
 
 @pytest.mark.parametrize("retention", [math.nan, math.inf, -math.inf, 0.0, 1.0])

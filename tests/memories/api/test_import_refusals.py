@@ -22,6 +22,14 @@ from recall.models import EmbeddingCode
 pytestmark = pytest.mark.django_db
 
 NOW = "2026-11-01T10:00:00+00:00"
+FSRS_OK = {
+    "stability": 3.2,
+    "difficulty": 5.1,
+    "state": 2,
+    "step": None,
+    "due": NOW,
+    "last_review": NOW,
+}
 MODEL = "nomic-embed-text"
 
 
@@ -280,6 +288,23 @@ CASES = [
     ("easiness under the floor", _set(9, easiness=1.0), 9, "easiness"),
     ("grade over 5", _set(10, grade=9), 10, "grade"),
     ("fsrs state malformed", _set(9, fsrs_state={"state": 9}), 9, "fsrs_state"),
+    # States fsrs cannot read back (it failed on them with ZeroDivisionError, complex numbers
+    # or assertions in the queue, sessions, grading and tracked recall).
+    ("fsrs stability zero", _set(9, fsrs_state={**FSRS_OK, "stability": 0.0}), 9, "stability"),
+    ("fsrs stability negative", _set(9, fsrs_state={**FSRS_OK, "stability": -5.0}), 9, "stability"),
+    (
+        "fsrs difficulty over 10",
+        _set(9, fsrs_state={**FSRS_OK, "difficulty": 11.0}),
+        9,
+        "difficulty",
+    ),
+    (
+        "fsrs reviewed with no stability",
+        _set(9, fsrs_state={**FSRS_OK, "stability": None, "difficulty": None}),
+        9,
+        "stability",
+    ),
+    ("fsrs relearning with no step", _set(9, fsrs_state={**FSRS_OK, "state": 3}), 9, "step"),
     ("snapshot not an object", _set(10, state_before="x"), 10, "state_before"),
     ("snapshot of a wrong type", _nested(10, "state_before", easiness="2.5"), 10, "easiness"),
     ("digest ids not ints", _set(8, memory_ids=["11"]), 8, "memory_ids.0"),
