@@ -50,6 +50,15 @@
       giveBack(null);
       return true;
     }
+    /* Any other disclosure the focus is in ("Forget…", "Revoke…", a confirmation): closed,
+       the focus back on its summary, as a disclosure widget does. */
+    var around = event.target.closest && event.target.closest("details[open]");
+    if (around) {
+      around.open = false;
+      var summary = around.querySelector(":scope > summary");
+      if (summary) summary.focus({ preventScroll: true });
+      return true;
+    }
     return false;
   }
 
