@@ -39,6 +39,31 @@ def test_a_refused_url_is_shown_on_the_form(ada, namespace, settings):
     assert not WebhookSubscription.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://127.0.0.1:9/a\nb", "Enter a valid URL."),
+        ("http://127.0.0.1:0/x", "port 0"),
+    ],
+)
+def test_a_url_nothing_could_reach_is_refused_by_the_form_and_the_admin(
+    ada, user, namespace, url, message
+):
+    response = ada.post(
+        "/namespaces/work/webhooks/new",
+        {"url": url, "events": ["memory.created"], "ceiling": "1"},
+    )
+    assert message in response.content.decode()
+    user.is_staff = user.is_superuser = True
+    user.save()
+    response = ada.post(
+        "/admin/memories/webhooksubscription/add/",
+        {"namespace": namespace.pk, "url": url, "events": '["memory.created"]', "ceiling": "1"},
+    )
+    assert response.status_code == 200 and message in response.content.decode()
+    assert not WebhookSubscription.objects.exists()
+
+
 def test_disable_enable_log_and_redeliver(ada, namespace, receiver):
     subscription = hooks.webhook_subscription_create(namespace=namespace, url=receiver.url)
     WebhookSubscription.objects.filter(pk=subscription.pk).update(

@@ -273,6 +273,12 @@ def test_a_second_run_finds_the_subscription_held_and_leaves(subscribe, namespac
         "http://169.254.169.254/latest/meta-data",
         "http://[fe80::1]/x",
         "http://[::ffff:10.0.0.1]/x",
+        "http://[fec0::1]/x",  # site-local
+        "http://[2002:7f00:1::1]/x",  # 6to4 of 127.0.0.1
+        "http://[2002:a9fe:a9fe::1]/x",  # 6to4 of 169.254.169.254
+        "http://[64:ff9b::a9fe:a9fe]/x",  # NAT64 of 169.254.169.254
+        "http://[::7f00:1]/x",  # IPv4-compatible 127.0.0.1
+        "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x",  # Teredo
         "http://0.0.0.0/x",
         "http://224.0.0.1/x",
         "ftp://example.com/x",
@@ -289,7 +295,33 @@ def test_private_loopback_and_odd_targets_are_refused(url, settings):
     "url", ["https://exa mple.com/", "https://exa<mple.com/", "https://a..b/", "http://x%20y/"]
 )
 def test_a_host_no_name_could_be_is_an_invalid_url_not_one_that_does_not_resolve(url):
-    assert target_refusal(url) == "Not a valid URL."
+    assert target_refusal(url).startswith("Not a valid URL")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://93.184.215.14/a\nb",
+        "http://93.184.215.14/a\tb",
+        "http://93.184.215.14/a b",
+        "http://93.184.215.14/\x00",
+        "http://93.184.215.14/a\u200bb",
+        "\thttp://93.184.215.14/",
+        "http://93.184.215.14:0/",
+    ],
+)
+def test_a_url_with_whitespace_a_control_character_or_port_0_is_invalid(url):
+    assert target_refusal(url).startswith("Not a valid URL")
+
+
+def test_an_ipv6_address_is_judged_by_the_ipv4_address_it_carries(settings):
+    settings.WEBHOOK_ALLOW_LOOPBACK = False
+    assert "127.0.0.1" in target_refusal("http://[2002:7f00:1::1]/x")
+    assert "169.254.169.254" in target_refusal("http://[2002:a9fe:a9fe::1]/x")
+    assert "site-local" in target_refusal("http://[fec0::1]/x")
+    # Public ones stay allowed: 6to4 of 8.8.8.8, and 8.8.8.8 mapped.
+    assert target_refusal("http://[2002:808:808::1]/x") is None
+    assert target_refusal("http://[::ffff:8.8.8.8]/x") is None
 
 
 def test_every_address_of_a_host_is_checked(settings, monkeypatch):

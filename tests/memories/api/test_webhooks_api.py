@@ -47,6 +47,11 @@ def test_every_event_is_the_default(writer):
     [
         ({"url": "http://10.0.0.1/hook"}, "url"),
         ({"url": "ftp://example.com/x"}, "url"),
+        # urlsplit drops tabs and line breaks; no HTTP client sends them, nor to port 0.
+        ({"url": "http://127.0.0.1:9/a\nb"}, "url"),
+        ({"url": "http://127.0.0.1:9/a\tb"}, "url"),
+        ({"url": "http://127.0.0.1:9/a b"}, "url"),
+        ({"url": "http://127.0.0.1:0/hook"}, "url"),
         ({"url": URL, "events": ["memory.eaten"]}, "events"),
         ({"url": URL, "events": []}, "events"),
         ({"url": URL, "ceiling": "restricted"}, "ceiling"),
@@ -59,6 +64,16 @@ def test_bad_input_is_a_400_naming_the_field(writer, body, field, nothing_writte
         response = writer.post("/api/v1/namespaces/work/webhooks", body, format="json")
     assert response.status_code == 400, response.content
     assert field in response.json()["error"]["fields"]
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/a\nb", "http://127.0.0.1:0/hook"])
+def test_a_patch_to_an_unreachable_url_is_a_400_naming_it(writer, namespace, url):
+    subscription = hooks.webhook_subscription_create(namespace=namespace, url=URL)
+    response = writer.patch(f"/api/v1/webhooks/{subscription.pk}", {"url": url}, format="json")
+    assert response.status_code == 400, response.content
+    assert "url" in response.json()["error"]["fields"]
+    subscription.refresh_from_db()
+    assert subscription.url == URL
 
 
 def test_a_read_only_token_cannot_create_or_change(user, namespace, make_token, api):
