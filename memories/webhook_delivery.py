@@ -69,13 +69,23 @@ class Attempt:
     error: str
 
 
-def _post(client: httpx.Client, url: str, headers: dict[str, str], body: str) -> Attempt:
+def _post(
+    client: httpx.Client, *, url: str, secret: str, webhook_id: str, body: str, at: datetime
+) -> Attempt:
+    """One attempt: sign, send, and what came of it.
+
+    Whatever stops it is a failed attempt with its reason: the network, and as much the
+    stored subscription (a URL httpx refuses, InvalidURL, which is no HTTPError; a scheme
+    it has no transport for; a secret that is not base64). An exception out of here would
+    record no attempt at all: the delivery would stay pending, never give up, never
+    disable its subscription, and hold back the later ones for ever."""
     started = time.perf_counter()
     try:
+        headers = webhook_headers(secret=secret, webhook_id=webhook_id, body=body, at=at)
         # Streamed so the answer's body is never read: a receiver cannot make us download.
         with client.stream("POST", url, content=body.encode(), headers=headers) as response:
             code = response.status_code
-    except httpx.HTTPError as error:
+    except Exception as error:  # any failure, not only httpx.HTTPError (docstring)
         elapsed = int((time.perf_counter() - started) * 1000)
         return Attempt(False, None, elapsed, f"{type(error).__name__}: {error}"[:300])
     elapsed = int((time.perf_counter() - started) * 1000)
@@ -210,13 +220,14 @@ def _send_claimed(
             if refusal:
                 attempt = Attempt(False, None, 0, refusal[:300])
             else:
-                headers = webhook_headers(
+                attempt = _post(
+                    client,
+                    url=subscription.url,
                     secret=subscription.secret,
                     webhook_id=delivery.webhook_id,
                     body=body,
                     at=now,
                 )
-                attempt = _post(client, subscription.url, headers, body)
             tried = delivery.attempts + 1
             fields = {
                 "attempts": F("attempts") + 1,

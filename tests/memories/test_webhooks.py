@@ -366,6 +366,59 @@ def test_a_target_that_became_private_is_not_contacted(
     assert "loopback" in delivery.last_error and delivery.last_response_code is None
 
 
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        # Old data, written before the URL check refused it: httpx raises InvalidURL,
+        # which is no httpx.HTTPError. The check at delivery time refuses it first.
+        ({"url": "http://127.0.0.1:9/a\nb"}, "control characters"),
+        ({"url": "http://127.0.0.1:0/hook"}, "port 0"),
+        # A secret that is not base64: signing fails before anything is sent.
+        ({"secret": "whsec_!!!notbase64"}, "Error: Invalid base64"),
+    ],
+)
+def test_stored_data_nothing_can_send_fails_attempts_until_the_subscription_is_disabled(
+    subscribe, committed, namespace, settings, fields, error
+):
+    settings.WEBHOOK_MAX_ATTEMPTS = 2
+    settings.WEBHOOK_DISABLE_AFTER_FAILURES = 2
+    settings.WEBHOOK_BACKOFF_SECONDS = 0
+    subscription = subscribe()
+    WebhookSubscription.objects.filter(pk=subscription.pk).update(**fields)
+    with committed():
+        services.memory_create(namespace=namespace, content="First.")
+        services.memory_create(namespace=namespace, content="Second.")
+    for _ in range(3):  # as the retry schedule would, without the worker ever failing
+        webhook_deliver_run(subscription_id=subscription.pk)
+    deliveries = list(WebhookDelivery.objects.order_by("id"))
+    assert [(d.status, d.attempts) for d in deliveries] == [("failed", 2), ("failed", 2)]
+    assert all(error in d.last_error for d in deliveries)
+    subscription.refresh_from_db()
+    assert not subscription.enabled and error in subscription.disabled_reason
+
+
+def test_a_url_httpx_refuses_is_a_failed_attempt_not_a_failed_run(
+    subscribe, receiver, committed, namespace, monkeypatch
+):
+    """Past the address check (as if it had let one through), whatever stops the request
+    from being built or sent is recorded, not raised."""
+    subscription = subscribe()
+    monkeypatch.setattr("memories.webhook_delivery.target_refusal", lambda url: None)
+    for url, error in [
+        ("http://127.0.0.1:9/a\nb", "InvalidURL"),
+        ("gopher://127.0.0.1:9/x", "UnsupportedProtocol"),
+    ]:
+        WebhookSubscription.objects.filter(pk=subscription.pk).update(url=url)
+        WebhookDelivery.objects.all().delete()
+        with committed():
+            services.memory_create(namespace=namespace, content=f"Never sent to {url}.")
+        delivery = WebhookDelivery.objects.get()
+        assert (delivery.status, delivery.attempts) == ("pending", 1)
+        assert delivery.last_error.startswith(error) and delivery.last_response_code is None
+        assert delivery.next_attempt_at > timezone.now()  # a retry, with its backoff
+    assert receiver.requests == []
+
+
 def test_a_ceiling_above_the_creators_is_refused(namespace):
     with pytest.raises(Exception, match="ceiling"):
         hooks.webhook_subscription_create(
