@@ -10,7 +10,10 @@ API, redirects, errors raised anywhere below it):
 - the time to the response is observed in engram_http_request_duration_seconds, labelled
   by the route's name (config.metrics);
 - one line on the "engram.request" logger: method, path, route, status, duration, user
-  id. Never a query string, a header or a body, so never a token.
+  id. Never a query string, a header or a body, so never a token;
+- a 4xx or 5xx answer's "django.request" record ("Not Found: /x") written here, while
+  the id is set: Django's handler would write it after the whole chain returned, once
+  this middleware had reset the id.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import uuid
 from django.http import HttpRequest, HttpResponse
 from django.utils.encoding import escape_uri_path
 from django.utils.functional import SimpleLazyObject, empty
+from django.utils.log import log_response
 
 from config.logs import request_id_var
 from config.metrics import observe_request, route_of
@@ -62,6 +66,17 @@ class RequestIdMiddleware:
         token = request_id_var.set(request_id)
         try:
             response = self.get_response(request)
+            if response.status_code >= 400:
+                # As BaseHandler.get_response words it; log_response marks the response
+                # logged, so the handler (and an exception's record, already written
+                # below) does not write it again.
+                log_response(
+                    "%s: %s",
+                    response.reason_phrase,
+                    request.path,
+                    response=response,
+                    request=request,
+                )
             response[HEADER] = request_id
             seconds = time.perf_counter() - started
             route = route_of(request)

@@ -161,6 +161,30 @@ def test_every_record_written_during_a_request_names_it():
     assert request_id_var.get() == "-"
 
 
+@pytest.mark.parametrize(
+    ("method", "url", "status"),
+    [
+        ("get", "/nope-probe", 404),  # the page's 404, no exception
+        ("get", "/api/v1/no-such-route", 404),
+        ("get", "/api/v1/memories/999999", 401),
+        ("post", "/api/v1/recall", 400),
+    ],
+)
+def test_djangos_record_of_a_4xx_names_the_request_once(client, user, method, url, status):
+    """Django's handler writes it after the middleware chain returned, when the id is
+    no longer set: the middleware writes it in the request instead."""
+    body = {"data": "{not json", "content_type": "application/json"} if method == "post" else {}
+    if status == 400:
+        client.force_login(user)
+    with json_lines() as lines:
+        response = getattr(client, method)(url, HTTP_X_REQUEST_ID="rid-4xx", **body)
+    assert response.status_code == status
+    [record] = [line for line in lines if line["logger"] == "django.request"]
+    assert record["message"] == f"{response.reason_phrase}: {url}"
+    assert record["request_id"] == "rid-4xx" and record["level"] == "WARNING"
+    assert [line["request_id"] for line in lines] == ["rid-4xx"] * len(lines)
+
+
 # --- The access log ------------------------------------------------------------------------
 
 
