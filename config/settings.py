@@ -501,6 +501,12 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO").upper()},
     "loggers": {
+        # Django's defaults (django.utils.log.DEFAULT_LOGGING) give "django" a plain console
+        # handler of its own under DEBUG (and mail_admins, inert without ADMINS), and
+        # "django.server" one always: their records were written twice, or only in plain
+        # text. Without handlers of their own they reach the root's once, in LOG_FORMAT.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"handlers": [], "level": "INFO", "propagate": True},
         "django.db.backends": {"level": "WARNING"},
         "axes.apps": {"level": "WARNING"},  # its start-up banner, in every command
     },

@@ -275,15 +275,21 @@ def test_the_json_formatter_writes_one_object_a_line():
 JSON_LOGS = """
 import logging, django
 django.setup()
+from django.test import Client
+Client().get("/nope-probe", HTTP_X_REQUEST_ID="json-404")
+logging.getLogger("django.server").info("a runserver line")
 logging.getLogger("engram.test").warning("hello %s", "world", extra={"answer": 42})
 """
 
 
-def test_log_format_json_writes_json_from_every_logger(tmp_path):
+def test_log_format_json_writes_json_from_every_logger_once(tmp_path):
+    """With DEBUG on (make run's default) too, where Django's own console handler would
+    write its records a second time, in plain text."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "LOG_FORMAT": "json",
+        "DEBUG": "true",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
     }
     result = subprocess.run(
@@ -295,9 +301,16 @@ def test_log_format_json_writes_json_from_every_logger(tmp_path):
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    entry = json.loads(result.stderr.strip().splitlines()[-1])
+    lines = [json.loads(line) for line in result.stderr.strip().splitlines()]  # JSON only
+    entry = lines[-1]
     assert entry["message"] == "hello world" and entry["answer"] == 42
     assert entry["logger"] == "engram.test" and entry["request_id"] == "-"
+    [not_found] = [line for line in lines if line["logger"] == "django.request"]
+    assert not_found["message"] == "Not Found: /nope-probe"
+    assert not_found["request_id"] == "json-404"
+    assert [line["message"] for line in lines if line["logger"] == "django.server"] == [
+        "a runserver line"
+    ]
 
 
 # --- MCP, beside Django (config/asgi.py) ---------------------------------------------------
