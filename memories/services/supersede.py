@@ -10,7 +10,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memories.models import Association, Memory, MemoryEvent
+from memories.models import LIVE_STATUSES, Association, Memory, MemoryEvent
 from memories.services.webhooks import memory_events_announce
 
 SUPERSEDES = "supersedes"  # the kind of the link from a memory to one it replaces
@@ -33,6 +33,22 @@ def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source
             raise ValidationError({"supersedes": "Must be a memory of the same namespace."})
     if _replaces(old, new):
         raise ValidationError({"supersedes": "That would make a cycle of replacements."})
+    # The replacement must itself be a fact in force: replaced by a forgotten memory (or one
+    # no longer valid), a fact would leave recall with nothing in its place.
+    if old and new.status not in LIVE_STATUSES:
+        raise ValidationError(
+            {
+                "supersedes": f"Memory #{new.pk} is {new.status}: restore it before it "
+                "replaces another."
+            }
+        )
+    if old and new.valid_until is not None:
+        raise ValidationError(
+            {
+                "supersedes": f"Memory #{new.pk} is no longer valid itself, so it cannot "
+                "replace another."
+            }
+        )
     for memory in old:
         if memory.valid_from > new.valid_from:
             raise ValidationError(

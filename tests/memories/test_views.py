@@ -775,3 +775,24 @@ def test_a_name_that_makes_no_slug_asks_for_one(ada_client, user, nothing_writte
     created = ada_client.post(reverse("namespace-create"), {**data, "slug": "tokyo"})
     assert created.status_code == 303
     assert Namespace.objects.get(owner=user, slug="tokyo").name == "東京"
+
+
+@pytest.mark.parametrize("state", ["forgotten", "ended"])
+def test_a_memory_is_not_replaced_by_one_that_is_not_in_force(
+    ada_client, deadlines, nothing_written, state
+):
+    # One mistyped number replaced a live fact by a forgotten memory: recall then had
+    # neither, and nothing undoes a supersede.
+    old, new = deadlines
+    if state == "forgotten":
+        services.memory_forget(memory=new, reason="test")
+        words = f"Memory #{new.pk} is forgotten: restore it before it replaces another."
+    else:
+        services.memory_update(memory=new, changes={"valid_until": timezone.now()})
+        words = f"Memory #{new.pk} is no longer valid itself, so it cannot replace another."
+    with nothing_written():
+        response = ada_client.post(reverse("memory-superseded-by", args=[old.pk]), {"new": new.pk})
+    assert response.status_code == 200
+    assert response.context["superseded_by_form"].errors["new"] == [words]
+    old.refresh_from_db()
+    assert old.valid_until is None
