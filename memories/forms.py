@@ -138,6 +138,18 @@ def _model_fields(model, names: tuple[str, ...]) -> dict[str, forms.Field]:
             widgets[name] = forms.Textarea(attrs=attrs)
     fields = fields_for_model(model, fields=list(names), widgets=widgets)
     for name, form_field in fields.items():
+        # The model's validators on the form field too (a model field's form field carries
+        # only some of them), so every field's mistake is said in the same answer: the
+        # service's own check, run only once the form was valid, said the rest a round later.
+        if not isinstance(form_field, forms.ChoiceField):  # choices are their own rule
+            form_field.validators = [
+                *form_field.validators,
+                *(
+                    v
+                    for v in model._meta.get_field(name).validators
+                    if v not in form_field.validators
+                ),
+            ]
         # The model's range, as min and max, so the browser says so before sending (the
         # service still decides: the model's validators are the rule).
         if isinstance(form_field.widget, forms.NumberInput):

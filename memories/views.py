@@ -586,6 +586,15 @@ def namespace_create(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Namespace “{namespace.name}” created.")
             return see_other(reverse("namespace-detail", args=[namespace.slug]))
+    elif "name" not in form.errors and "slug" not in form.errors:
+        # Other fields refused: the taken slug is said in the same answer.
+        clash = services.namespace_slug_taken(
+            owner=request.user,
+            name=form.cleaned_data.get("name", ""),
+            slug=form.cleaned_data.get("slug"),
+        )
+        if clash:
+            form.add_error(*clash)
     return _namespace_page(request, form)
 
 

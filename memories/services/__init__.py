@@ -66,6 +66,7 @@ from memories.services.memories import (
 from memories.services.namespaces import (
     NAMESPACE_EDITABLE_FIELDS,
     namespace_create,
+    namespace_slug_taken,
     namespace_update,
 )
 from memories.services.near_duplicates import (
@@ -135,6 +136,7 @@ __all__ = [
     "memory_update",
     "memory_validate",
     "namespace_create",
+    "namespace_slug_taken",
     "namespace_update",
     "near_duplicates_merge",
     "near_group",

@@ -24,12 +24,7 @@ def namespace_create(
 ) -> Namespace:
     """Create a namespace for a user; the slug defaults to the slugified name."""
     namespace = Namespace(owner=owner, name=name, slug=slug or slugify(name), mode=mode, **fields)
-    # A slug made from the name is the name's business: a clash is said on the name.
-    field, taken = (
-        ("slug", "You already have a namespace with this slug.")
-        if slug
-        else ("name", f"You already have a namespace with this name (slug “{namespace.slug}”).")
-    )
+    field, taken = _clash_words(namespace.slug, given=bool(slug))
     errors: dict[str, list[str]] = {}
     try:
         # The one constraint, (owner, slug), is checked below and at the insert.
@@ -39,7 +34,7 @@ def namespace_create(
     if not namespace.slug and name.strip():
         # A name of no a-z or 0-9 ("東京") makes no slug: say what to do, not "blank".
         errors["slug"] = ["Choose a slug (a-z, digits, -): none can be made from this name."]
-    elif namespace.slug and Namespace.objects.filter(owner=owner, slug=namespace.slug).exists():
+    elif namespace_slug_taken(owner=owner, name=name, slug=slug):
         # Every mistake at once: a taken slug used to hide the out-of-range settings until
         # the next try.
         errors.setdefault(field, []).append(taken)
@@ -48,6 +43,24 @@ def namespace_create(
     with unique_or(field, taken):
         namespace.save(force_insert=True)
     return namespace
+
+
+def _clash_words(slug: str, *, given: bool) -> tuple[str, str]:
+    """The field and words of a taken slug: a slug made from the name is the name's
+    business, so its clash is said on the name."""
+    if given:
+        return "slug", "You already have a namespace with this slug."
+    return "name", f"You already have a namespace with this name (slug “{slug}”)."
+
+
+def namespace_slug_taken(*, owner, name: str, slug: str | None) -> tuple[str, str] | None:
+    """(field, words) when the owner already has the slug a new namespace would get (the
+    given one, or the name's), else None: namespace_create's check, which the dashboard's
+    form also says when other fields were refused (so every mistake is said at once)."""
+    made = slug or slugify(name)
+    if made and Namespace.objects.filter(owner=owner, slug=made).exists():
+        return _clash_words(made, given=bool(slug))
+    return None
 
 
 NAMESPACE_EDITABLE_FIELDS = (

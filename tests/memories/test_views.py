@@ -635,6 +635,32 @@ def test_namespace_settings_go_through_namespace_update(ada_client, personal, no
     assert bad.status_code == 200 and bad.context["form"].errors["desired_retention"]
 
 
+def test_namespace_settings_say_every_mistake_in_one_answer(ada_client, personal, nothing_written):
+    # Only the new-cards error came back; the four others a round later each, once the
+    # form passed and the service checked the model's ranges.
+    form = ada_client.get(reverse("namespace-detail", args=[personal.slug])).context["form"]
+    data = {
+        name: form[name].value() if form[name].value() is not None else "" for name in form.fields
+    }
+    data.update(
+        new_cards_per_day="-3",
+        desired_retention="1.5",
+        leech_threshold="0",
+        decay_half_life_days="-1",
+        weight_recency="99",
+    )
+    with nothing_written():
+        bad = ada_client.post(reverse("namespace-update", args=[personal.slug]), data)
+    assert bad.status_code == 200
+    assert set(bad.context["form"].errors) >= {
+        "new_cards_per_day",
+        "desired_retention",
+        "leech_threshold",
+        "decay_half_life_days",
+        "weight_recency",
+    }
+
+
 def test_a_token_secret_is_shown_once_and_only_its_hash_is_kept(ada_client, user, personal):
     response = ada_client.post(
         reverse("token-create"),
