@@ -31,9 +31,9 @@ from config.serializers import (
     require_no_body,
 )
 from memories.auth import Scope
-from memories.models import LIVE_STATUSES, Classification, Memory, Namespace
+from memories.models import Classification, Memory, Namespace
 from review import optimizer, selectors, services
-from review.models import MAX_DURATION_MS, Card, StudySession
+from review.models import MAX_DURATION_MS, Card, StudySession, reviewable_q
 from review.selectors.cards import fsrs_parameters_in_use
 from review.sm2 import Button
 
@@ -175,7 +175,8 @@ class SessionOutput(serializers.Serializer):
     )
     deck = serializers.CharField(allow_null=True)
     total = serializers.IntegerField(
-        help_text="Cards of live memories within your ceiling; counts and scores cover only them."
+        help_text="Cards you can study now (live, current memories within your ceiling, not "
+        "suspended or buried); counts, scores and next_card cover only them."
     )
     done = serializers.IntegerField()
     remaining = serializers.IntegerField()
@@ -403,14 +404,13 @@ class UnsuspendInput(StrictSerializer):
 
 
 def _card_any_state(scope: Scope, pk: int) -> Card:
-    """A card of a live memory in scope, suspended or buried as well (reviewable() leaves
-    those out, and they are what these routes act on)."""
+    """A card _card would answer, suspended or buried as well (reviewable() leaves those
+    out, and they are what these routes act on, undo too: the grade that made a leech
+    suspended it). A superseded memory's card answers 404 on every card route."""
     return get_object_or_404(
-        Card.objects.filter(
-            namespace_id__in=scope.namespace_ids,
-            memory__classification__lte=scope.ceiling,
-            memory__status__in=LIVE_STATUSES,
-        ),
+        Card.objects.filter(namespace_id__in=scope.namespace_ids)
+        .filter(reviewable_q(now=timezone.now(), ceiling=scope.ceiling, set_aside=True))
+        .select_related("memory", "namespace"),
         pk=pk,
     )
 
@@ -489,7 +489,7 @@ class CardUndoView(APIView):
     )
     def post(self, request: Request, pk: int) -> Response:
         require_no_body(request)
-        card = _card(Scope.of(request), pk)
+        card = _card_any_state(Scope.of(request), pk)
         log = services.card_undo(card=card, user=request.user)
         return Response(LogOutput(log).data)
 

@@ -21,6 +21,36 @@ from memories.models import LIVE_STATUSES, Memory, Namespace
 MAX_DURATION_MS = 86_400_000
 
 
+def reviewable_q(
+    *,
+    now,
+    ceiling: int | None = None,
+    live_only: bool = True,
+    set_aside: bool = False,
+    prefix: str = "",
+) -> Q:
+    """The one rule for a card that can be studied at `now`, as a condition on Card or on a
+    relation to it (`prefix`: "card__" from a session item). Forgotten and archived
+    memories sit out (unless not `live_only`: the dashboard shows them with a Restore
+    button), and so do superseded ones (no longer true: memories.models.MemoryQuerySet.
+    current), memories above the caller's classification ceiling (None: any), suspended
+    cards and cards buried until later (unless `set_aside`: the routes that suspend, bury
+    or undo act on those too)."""
+
+    def q(**lookups: object) -> Q:
+        return Q(**{prefix + name: value for name, value in lookups.items()})
+
+    rule = q(memory__valid_until__isnull=True) | q(memory__valid_until__gt=now)
+    if live_only:
+        rule &= q(memory__status__in=LIVE_STATUSES)
+    if ceiling is not None:
+        rule &= q(memory__classification__lte=ceiling)
+    if not set_aside:
+        rule &= q(suspended_at__isnull=True)
+        rule &= q(buried_until__isnull=True) | q(buried_until__lte=now)
+    return rule
+
+
 class CardQuerySet(models.QuerySet["Card"]):
     def in_namespace(self, namespace: Namespace | int) -> CardQuerySet:
         return self.filter(namespace=namespace)
@@ -36,16 +66,9 @@ class CardQuerySet(models.QuerySet["Card"]):
         return self.filter(next_review__isnull=True)
 
     def reviewable(self, ceiling: int | None = None) -> CardQuerySet:
-        """Cards of memories review may show: forgotten, archived and superseded memories
-        (no longer true: memories.models.MemoryQuerySet.current) sit out, and so do
-        suspended cards, cards buried until later, and memories above the caller's
-        classification ceiling."""
-        now = timezone.now()
-        cards = self.filter(memory__status__in=LIVE_STATUSES, suspended_at__isnull=True).filter(
-            Q(memory__valid_until__isnull=True) | Q(memory__valid_until__gt=now),
-            Q(buried_until__isnull=True) | Q(buried_until__lte=now),
-        )
-        return cards if ceiling is None else cards.filter(memory__classification__lte=ceiling)
+        """Cards review may show now (reviewable_q): the queue, decks, cram, counts and
+        every API route that studies a card."""
+        return self.filter(reviewable_q(now=timezone.now(), ceiling=ceiling))
 
     def in_deck(self, deck: str | None) -> CardQuerySet:
         """A deck is the memory's topic; None means every deck."""

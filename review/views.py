@@ -43,7 +43,7 @@ from memories.views import DASHBOARD_SOURCE
 from review import optimizer, selectors, services
 from review.api import card_payload
 from review.forms import CramAnswerForm, GradeForm, StartForm
-from review.models import Card, ReviewLog, StudySession
+from review.models import Card, ReviewLog, StudySession, reviewable_q
 from review.selectors.browser import (
     CARD_SORTS,
     CARD_STATES,
@@ -409,6 +409,17 @@ def review_grade(request: HttpRequest, pk: int) -> HttpResponse:
         ),
         pk=form.cleaned_data["card"],
     )
+    # The rule the session's next card follows (a page open since the card was suspended,
+    # buried or superseded elsewhere must not grade it): the card has left the session.
+    studyable = reviewable_q(
+        now=timezone.now(), ceiling=Scope.of(request).ceiling, live_only=LIVE_ONLY
+    )
+    if not Card.objects.filter(studyable, pk=card.pk).exists():
+        return _study_response(
+            request,
+            session,
+            error=f"Card #{card.pk} is suspended, buried or superseded: it left the session.",
+        )
     error = ""
     shown_at = form.cleaned_data["shown_at"]
     duration_ms = None

@@ -17,27 +17,36 @@ from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from memories.models import LIVE_STATUSES, Namespace
-from review.models import StudySession, StudySessionItem
+from memories.models import Namespace
+from review.models import StudySession, StudySessionItem, reviewable_q
 
 
 def _shown_items(
-    items: QuerySet[StudySessionItem], *, ceiling: int | None, live_only: bool
+    items: QuerySet[StudySessionItem],
+    *,
+    ceiling: int | None,
+    live_only: bool,
+    now: datetime | None = None,
 ) -> QuerySet[StudySessionItem]:
-    if ceiling is not None:
-        items = items.filter(card__memory__classification__lte=ceiling)
-    if live_only:
-        items = items.filter(card__memory__status__in=LIVE_STATUSES)
-    return items
+    rule = reviewable_q(
+        now=now or timezone.now(), ceiling=ceiling, live_only=live_only, prefix="card__"
+    )
+    return items.filter(rule)
 
 
 def session_items(
-    *, session: StudySession, ceiling: int | None, live_only: bool = True
+    *,
+    session: StudySession,
+    ceiling: int | None,
+    live_only: bool = True,
+    now: datetime | None = None,
 ) -> QuerySet[StudySessionItem]:
-    """The session's items the caller is shown: cards within its ceiling (None: any) and,
-    with live_only, of live memories (the API cannot grade the others, so they would
-    never be done). Hidden items neither show nor count."""
-    return _shown_items(session.items.all(), ceiling=ceiling, live_only=live_only)
+    """The session's items the caller is shown: cards that can be studied now by the rule
+    of the queue and the card routes (review.models.reviewable_q: not suspended, buried
+    or superseded, within its ceiling) and, with live_only, of live memories (the API
+    cannot grade the others, so they would never be done). Hidden items neither show nor
+    count; a card buried until tomorrow or unsuspended later shows again."""
+    return _shown_items(session.items.all(), ceiling=ceiling, live_only=live_only, now=now)
 
 
 def study_sessions_visible(*, ceiling: int | None) -> QuerySet[StudySession]:
@@ -102,7 +111,7 @@ def study_session_progress(
     shown (what a resumed page shows); hidden cards are skipped, never a dead end. A card
     waiting for its learning step is shown once it is due."""
     now = now or timezone.now()
-    items = session_items(session=session, ceiling=ceiling, live_only=live_only)
+    items = session_items(session=session, ceiling=ceiling, live_only=live_only, now=now)
     left = Q(done=False)
     graded_here = Q(first_grade__isnull=False) | Q(correct__isnull=False)
     counts = items.aggregate(

@@ -19,7 +19,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from memories.bulk import update_rows
-from memories.models import LIVE_STATUSES, Memory, MemoryEvent
+from memories.models import Memory, MemoryEvent
 from memories.services import memory_event_record, memory_events_save, memory_touch
 from review.models import (
     CARD_STATE_FIELDS,
@@ -28,6 +28,7 @@ from review.models import (
     ReviewLog,
     StudySession,
     StudySessionItem,
+    reviewable_q,
 )
 from review.selectors import card_state, scheduler_for
 from review.services.errors import GradeConflict, InvalidGrade, InvalidRequest, NothingToUndo
@@ -363,7 +364,8 @@ def card_grade_implicit(*, memory: Memory, now: datetime | None = None) -> Revie
     """Count an agent's successful recall of a due memory as a review (source implicit).
 
     Returns None, changing nothing, when implicit reviews are off, the memory has no card,
-    is not live, is not due, or a concurrent grade holds the card.
+    is not live or superseded, its card is suspended, buried or not due, or a concurrent
+    grade holds the card.
     """
     logs = cards_grade_implicit(memory_ids=[memory.pk], now=now)
     return logs[0] if logs else None
@@ -374,6 +376,9 @@ def cards_grade_implicit(*, memory_ids: list[int], now: datetime | None = None) 
     grades up to its limit of cards): one locking read of the due cards of live memories,
     then one write each for the cards, the memories' utility, the review logs and the
     history events, whatever the number of cards. The same rule as card_grade (_graded).
+
+    Only cards review may show (review.models.reviewable_q): a suspended or buried card, or
+    a superseded memory's, is not rescheduled behind the person's back.
 
     A card another grade holds at that moment (PostgreSQL's row lock) is skipped: that
     grade makes it not due, as card_grade_implicit's GradeConflict used to.
@@ -388,8 +393,8 @@ def cards_grade_implicit(*, memory_ids: list[int], now: datetime | None = None) 
         due = (
             Card.objects.select_related("namespace")
             .filter(
+                reviewable_q(now=now),
                 memory_id__in=memory_ids,
-                memory__status__in=LIVE_STATUSES,
                 next_review__isnull=False,
                 next_review__lte=now,
             )

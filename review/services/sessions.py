@@ -146,7 +146,9 @@ def study_session_grade(
     the session or the card is back from a learning step; other repeats are practice. After
     a counted grade that schedules the card within LEARNING_HORIZON, the card waits in the
     session until then (item.due_at) and comes back; otherwise, until a grade of 4 or more
-    it goes back behind the last card (seed 004), and then it is done.
+    it goes back behind the last card (seed 004), and then it is done. A counted grade that
+    made the card a leech (suspended) closes its item: the card leaves the session, and
+    undoing that grade brings it back.
     """
     quality = grade_quality(grade)
     now = now or timezone.now()
@@ -174,17 +176,7 @@ def study_session_grade(
         item.last_grade = quality
         item.attempts += 1
         item.answered_at = now
-        item.due_at = None
-        step = (
-            counted and card.next_review is not None and card.next_review - now < LEARNING_HORIZON
-        )
-        if step:
-            item.due_at = card.next_review
-        if step or quality < SESSION_PASS_QUALITY:
-            last = locked.items.aggregate(last=Max("position"))["last"]
-            item.position = last + 1
-        else:
-            item.done = True
+        _item_move_on(locked, item, card, quality=quality, counted=counted, now=now)
         item.save()
         locked.updated_at = now
         if not locked.items.filter(done=False).exists():
@@ -192,6 +184,31 @@ def study_session_grade(
         locked.save(update_fields=["status", "updated_at", "finished_at"])
     copy_session(session, locked)
     return item
+
+
+def _item_move_on(
+    session: StudySession,
+    item: StudySessionItem,
+    card: Card,
+    *,
+    quality: int,
+    counted: bool,
+    now: datetime,
+) -> None:
+    """Where the graded item goes: out of the session (a leech), a learning step, behind
+    the last card, or done."""
+    item.due_at = None
+    if counted and card.suspended_at is not None:
+        item.done = True
+        return
+    step = counted and card.next_review is not None and card.next_review - now < LEARNING_HORIZON
+    if step:
+        item.due_at = card.next_review
+    if step or quality < SESSION_PASS_QUALITY:
+        last = session.items.aggregate(last=Max("position"))["last"]
+        item.position = last + 1
+    else:
+        item.done = True
 
 
 @transaction.atomic

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db.models import F
+from django.utils import timezone
 
 from memories import services
 from memories.models import Classification, Memory, Namespace
@@ -549,3 +552,132 @@ def test_a_cue_written_through_the_api_is_the_front_and_a_bad_setting_names_its_
         f"/api/v1/namespaces/{namespace.slug}", {"card_front": "riddle"}, format="json"
     )
     assert refused.status_code == 400 and "card_front" in refused.json()["error"]["fields"]
+
+
+# --- A card that can be studied now: one rule for sessions and card routes ----------------
+
+
+def _start(person, namespace, **body) -> dict:
+    response = person.post(
+        "/api/v1/review/sessions", {"namespace": namespace.slug, **body}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def _supersede(card_id: int) -> None:
+    Memory.objects.filter(card__pk=card_id).update(valid_until=timezone.now())
+
+
+def _study_to_the_end(person, session: str, state: dict) -> list[int]:
+    shown = []
+    while state["next_card"]:
+        card = state["next_card"]["id"]
+        shown.append(card)
+        answer = person.post(f"{session}/grade", {"card": card, "grade": "easy"}, format="json")
+        assert answer.status_code == 200, answer.json()
+        state = answer.json()
+    assert state["status"] == "finished"
+    return shown
+
+
+@pytest.mark.parametrize("set_aside", ["suspend", "bury", "supersede"])
+def test_a_session_skips_a_card_set_aside_since_it_started(person, namespace, deck, set_aside):
+    """The session showed a suspended, buried or superseded card as next_card, which
+    grading then answered 404: a dead end. It is skipped, and counts no more."""
+    started = _start(person, namespace)
+    session = f"/api/v1/review/sessions/{started['id']}"
+    first = started["next_card"]["id"]
+    if set_aside == "supersede":
+        _supersede(first)
+    else:
+        assert person.post(f"/api/v1/review/cards/{first}/{set_aside}").status_code == 200
+
+    state = person.get(session).json()
+    assert state["next_card"]["id"] != first
+    assert (state["total"], state["remaining"], state["new"]) == (2, 2, 2)
+    assert first not in _study_to_the_end(person, session, state)
+
+
+def test_a_grade_that_makes_a_leech_takes_it_out_of_the_session_and_undo_brings_it_back(
+    person, namespace, deck
+):
+    namespace.leech_threshold = 1
+    namespace.save(update_fields=["leech_threshold"])
+    leech = Card.objects.get(memory=deck[0])
+    Card.objects.filter(pk=leech.pk).update(
+        next_review=timezone.now() - timedelta(days=1), repetitions=2, interval_days=6
+    )
+    started = _start(person, namespace)
+    session = f"/api/v1/review/sessions/{started['id']}"
+    assert started["next_card"]["id"] == leech.pk  # due first
+
+    state = person.post(
+        f"{session}/grade", {"card": leech.pk, "grade": "again"}, format="json"
+    ).json()
+    leech.refresh_from_db()
+    assert leech.leech and leech.suspended_at is not None
+    assert (state["learning"], state["remaining"]) == (0, 2)
+    assert state["next_card"]["id"] != leech.pk
+
+    # The grade that made the leech is undone through the API like any other.
+    undone = person.post(f"/api/v1/review/cards/{leech.pk}/undo")
+    assert undone.status_code == 200, undone.json()
+    leech.refresh_from_db()
+    assert (leech.leech, leech.suspended_at, leech.lapses) == (False, None, 0)
+    state = person.get(session).json()
+    assert state["next_card"]["id"] == leech.pk and state["remaining"] == 3
+
+    # Made a leech again, it stays out; the session ends with the other cards.
+    person.post(f"{session}/grade", {"card": leech.pk, "grade": "again"}, format="json")
+    assert leech.pk not in _study_to_the_end(person, session, person.get(session).json())
+
+
+def test_a_superseded_memorys_card_answers_404_on_every_card_route(
+    person, namespace, deck, nothing_written
+):
+    card = Card.objects.get(memory=deck[0])
+    grade = {"grade": 4}
+    assert (
+        person.post(f"/api/v1/review/cards/{card.pk}/grade", grade, format="json").status_code
+        == 201
+    )
+    _supersede(card.pk)
+    url = f"/api/v1/review/cards/{card.pk}"
+    with nothing_written():
+        answers = [
+            person.post(f"{url}/grade", {"grade": 4}, format="json"),
+            person.post(f"{url}/undo"),
+            person.post(f"{url}/suspend"),
+            person.delete(f"{url}/suspend"),
+            person.post(f"{url}/bury"),
+            person.delete(f"{url}/bury"),
+        ]
+    assert [a.status_code for a in answers] == [404] * 6
+
+
+def test_a_recall_does_not_grade_a_suspended_or_buried_card(user, namespace, make_token, api):
+    """An agent's tracked recall rescheduled cards the person had set aside."""
+    _, secret = make_token(user, namespaces=[namespace])
+    due = timezone.now() - timedelta(days=1)
+    cards = {}
+    for state in ("suspended", "buried", "due"):
+        memory = services.memory_create(namespace=namespace, content=f"Kyoto temples {state}")
+        cards[state] = Card.objects.get(memory=memory)
+    Card.objects.filter(memory__namespace=namespace).update(
+        next_review=due, repetitions=1, interval_days=1
+    )
+    Card.objects.filter(pk=cards["suspended"].pk).update(suspended_at=timezone.now())
+    Card.objects.filter(pk=cards["buried"].pk).update(
+        buried_until=timezone.now() + timedelta(days=1)
+    )
+    rows = {s: Card.objects.filter(pk=c.pk).values().get() for s, c in cards.items()}
+
+    response = api(secret).post("/api/v1/recall", {"query": "kyoto temples"}, format="json")
+
+    hits = {hit["memory_id"] for hit in response.json()["results"]}
+    assert {c.memory_id for c in cards.values()} <= hits
+    graded = set(ReviewLog.objects.values_list("card_id", flat=True))
+    assert graded == {cards["due"].pk}
+    for state in ("suspended", "buried"):
+        assert Card.objects.filter(pk=cards[state].pk).values().get() == rows[state]

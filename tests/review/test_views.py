@@ -247,6 +247,28 @@ def test_a_memory_forgotten_mid_session_can_be_restored(ada_client, personal, du
     assert "This memory is forgotten" in body and 'name="grade"' not in body
 
 
+def test_a_card_suspended_elsewhere_leaves_the_session_page(
+    ada_client, personal, due_three, nothing_written
+):
+    """The API's rule: a suspended card is skipped, and a page still showing it cannot
+    grade it."""
+    session = start(ada_client, personal)
+    first = session.items.order_by("position").first()
+    card = Card.objects.get(pk=first.card_id)
+    ada_client.post(reverse("card-action", args=[card.pk]), {"action": "suspend"})
+    page = ada_client.get(reverse("review-session", args=[session.pk]))
+    assert page.context["card"].pk != card.pk
+    assert page.context["progress"].total == 2
+    card.refresh_from_db()
+    with nothing_written():
+        stale = ada_client.post(
+            reverse("review-grade", args=[session.pk]),
+            {"card": card.pk, "grade": "good", "version": card.version},
+            **HX,
+        )
+    assert "it left the session" in stale.content.decode()
+
+
 # --- Cram --------------------------------------------------------------------------------
 
 

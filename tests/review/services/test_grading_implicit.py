@@ -9,7 +9,11 @@ from config.env import Env
 from memories import services as memory_services
 from memories.models import Memory
 from review.models import Card, ReviewLog
-from review.services import card_grade_implicit, implicit_review_settings
+from review.services import (
+    card_grade_implicit,
+    cards_grade_implicit,
+    implicit_review_settings,
+)
 from tests.review.conftest import NOW, card_row
 
 
@@ -104,3 +108,23 @@ def test_it_stops_counting_once_the_card_is_no_longer_due(make_card):
     assert first is not None
     assert second is None
     assert ReviewLog.objects.count() == 1
+
+
+def test_it_leaves_suspended_buried_and_superseded_cards_alone(make_card):
+    """The reviewable rule, in the one locking read: a recall rescheduled cards the person
+    had set aside, and superseded memories' cards."""
+    due = NOW - timedelta(days=1)
+    suspended = make_card("suspended", next_review=due, suspended_at=NOW - timedelta(hours=1))
+    buried = make_card("buried", next_review=due, buried_until=NOW + timedelta(hours=1))
+    superseded = make_card("superseded", next_review=due)
+    Memory.objects.filter(pk=superseded.memory_id).update(
+        valid_from=NOW - timedelta(days=2), valid_until=NOW - timedelta(hours=1)
+    )
+    unburied = make_card("unburied", next_review=due, buried_until=NOW - timedelta(hours=1))
+    set_aside = [suspended, buried, superseded]
+    rows = [card_row(c) for c in set_aside]
+
+    logs = cards_grade_implicit(memory_ids=[c.memory_id for c in [*set_aside, unburied]], now=NOW)
+
+    assert [log.card_id for log in logs] == [unburied.pk]
+    assert [card_row(c) for c in set_aside] == rows
