@@ -198,6 +198,16 @@ def card_grade(
     return log
 
 
+def card_version_check(*, card: Card, expected_version: int | None = None) -> None:
+    """Refuse an answer read from a stale card as card_grade does (GradeConflict naming
+    `version`), for an answer that does not grade it (a practice repeat in a session):
+    the same 409 whether or not the answer counts."""
+    expected = card.version if expected_version is None else expected_version
+    current = Card.objects.filter(pk=card.pk).values_list("version", flat=True).first()
+    if current != expected:
+        raise _conflict(card.pk)
+
+
 def _passed(quality: int) -> bool:
     return quality >= PASSING_QUALITY
 

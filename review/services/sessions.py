@@ -24,7 +24,7 @@ from review.services.errors import (
     InvalidRequest,
     SessionFinished,
 )
-from review.services.grading import Grade, card_grade, grade_quality
+from review.services.grading import Grade, card_grade, card_version_check, grade_quality
 
 # Seed 004: within a session a card comes back until it is graded 4 or more.
 SESSION_PASS_QUALITY = 4
@@ -143,12 +143,15 @@ def study_session_grade(
     """Grade a card in a session.
 
     A grade counts (schedules the card, through card_grade) when it is the card's first in
-    the session or the card is back from a learning step; other repeats are practice. After
-    a counted grade that schedules the card within LEARNING_HORIZON, the card waits in the
-    session until then (item.due_at) and comes back; otherwise, until a grade of 4 or more
-    it goes back behind the last card (seed 004), and then it is done. A counted grade that
-    made the card a leech (suspended) closes its item: the card leaves the session, and
-    undoing that grade brings it back.
+    the session or the card is back from a learning step (its due_at reached); other
+    repeats are practice, a stale `expected_version` refused all the same. After a counted
+    grade that schedules the card within LEARNING_HORIZON, the card waits in the session
+    until then (item.due_at) and comes back; otherwise, until a grade of 4 or more it goes
+    back behind the last card (seed 004), and then it is done. A grade of a card still
+    waiting is practice and it keeps waiting: its grade when due is the one that counts
+    (else grading at once again and again would skip the steps). A counted grade that made
+    the card a leech (suspended) closes its item: the card leaves the session, and undoing
+    that grade brings it back.
     """
     quality = grade_quality(grade)
     now = now or timezone.now()
@@ -159,7 +162,8 @@ def study_session_grade(
             raise AlreadyAnswered(
                 f"Card #{item.card_id} is already done in session #{locked.pk}.", field="card"
             )
-        counted = item.first_grade is None or item.due_at is not None
+        waiting = item.due_at is not None and item.due_at > now
+        counted = item.first_grade is None or (item.due_at is not None and not waiting)
         if counted:
             log = card_grade(
                 card=card,
@@ -173,10 +177,13 @@ def study_session_grade(
             )
             if item.first_grade is None:
                 item.first_grade, item.review_log = quality, log
+        else:
+            card_version_check(card=card, expected_version=expected_version)
         item.last_grade = quality
         item.attempts += 1
         item.answered_at = now
-        _item_move_on(locked, item, card, quality=quality, counted=counted, now=now)
+        if not waiting:
+            _item_move_on(locked, item, card, quality=quality, counted=counted, now=now)
         item.save()
         locked.updated_at = now
         if not locked.items.filter(done=False).exists():

@@ -681,3 +681,71 @@ def test_a_recall_does_not_grade_a_suspended_or_buried_card(user, namespace, mak
     assert graded == {cards["due"].pk}
     for state in ("suspended", "buried"):
         assert Card.objects.filter(pk=cards[state].pk).values().get() == rows[state]
+
+
+# --- Learning steps and repeats in a session ------------------------------------------------
+
+
+def test_a_grade_before_a_learning_step_is_due_is_practice(person, namespace, deck):
+    """FSRS's Again is due in a minute; grading Good at once, twice, counted both and
+    skipped the steps. Before its step is due a grade is practice and the card keeps
+    waiting; its grade when due counts."""
+    namespace.scheduler = Namespace.SchedulerKind.FSRS
+    namespace.save(update_fields=["scheduler"])
+    started = _start(person, namespace)
+    session = f"/api/v1/review/sessions/{started['id']}"
+    card = started["next_card"]["id"]
+    person.post(f"{session}/grade", {"card": card, "grade": "again"}, format="json")
+    stepped = Card.objects.filter(pk=card).values().get()
+    item = StudySessionItem.objects.get(session_id=started["id"], card_id=card)
+    assert item.due_at is not None and item.due_at > timezone.now()
+
+    for _ in range(2):
+        answer = person.post(f"{session}/grade", {"card": card, "grade": "good"}, format="json")
+        assert answer.status_code == 200, answer.json()
+    assert Card.objects.filter(pk=card).values().get() == stepped
+    assert ReviewLog.objects.filter(card_id=card).count() == 1
+    state = answer.json()
+    assert state["learning"] == 1 and state["next_card"]["id"] != card
+    waiting = StudySessionItem.objects.get(pk=item.pk)
+    assert (waiting.due_at, waiting.done, waiting.attempts) == (item.due_at, False, 3)
+
+    # Once due, the grade counts.
+    StudySessionItem.objects.filter(pk=item.pk).update(due_at=timezone.now())
+    version = Card.objects.get(pk=card).version
+    person.post(
+        f"{session}/grade", {"card": card, "grade": "good", "version": version}, format="json"
+    )
+    assert ReviewLog.objects.filter(card_id=card).count() == 2
+
+
+def test_a_stale_version_is_a_conflict_for_a_practice_repeat_too(
+    person, namespace, deck, nothing_written
+):
+    started = _start(person, namespace)
+    session = f"/api/v1/review/sessions/{started['id']}"
+    card = started["next_card"]["id"]
+    read = started["next_card"]["version"]
+    with nothing_written():
+        first = person.post(
+            f"{session}/grade", {"card": card, "grade": "hard", "version": 999}, format="json"
+        )
+    assert first.status_code == 409
+    assert (
+        person.post(
+            f"{session}/grade", {"card": card, "grade": "hard", "version": read}, format="json"
+        ).json()["remaining"]
+        == 3
+    )  # Hard: the card comes back, for practice
+    for stale in (999, read):
+        with nothing_written():
+            repeat = person.post(
+                f"{session}/grade", {"card": card, "grade": "hard", "version": stale}, format="json"
+            )
+        assert repeat.status_code == 409, repeat.json()
+        assert repeat.json()["error"]["code"] == "grade_conflict"
+    fresh = Card.objects.get(pk=card).version
+    practice = person.post(
+        f"{session}/grade", {"card": card, "grade": "good", "version": fresh}, format="json"
+    )
+    assert practice.status_code == 200 and practice.json()["done"] == 1
