@@ -72,16 +72,25 @@ def _tz(raw: str | None) -> zoneinfo.ZoneInfo:
         raise serializers.ValidationError({"tz": [f"Unknown time zone {name!r}."]}) from None
 
 
+# A deck is a memory topic, and the empty topic is a deck too ("(no topic)", listed by
+# GET /review/decks): "" names it; omitting the field means every deck.
+DECK_HELP = 'A topic; "" is the deck of memories without a topic. Omitted: every deck.'
+
+
 class QueueQuery(StrictSerializer):
     namespace = serializers.SlugField()
-    deck = serializers.CharField(required=False, max_length=100)
+    deck = serializers.CharField(
+        required=False, max_length=100, allow_blank=True, help_text=DECK_HELP
+    )
     limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
     tz = serializers.CharField(required=False, max_length=64, help_text="IANA time zone.")
 
 
 class StatsQuery(StrictSerializer):
     namespace = serializers.SlugField()
-    deck = serializers.CharField(required=False, max_length=100)
+    deck = serializers.CharField(
+        required=False, max_length=100, allow_blank=True, help_text=DECK_HELP
+    )
     tz = serializers.CharField(required=False, max_length=64)
 
 
@@ -100,7 +109,7 @@ class GradeInput(StrictSerializer):
 
 class SessionStartInput(StrictSerializer):
     namespace = StrictSlugField()
-    deck = StrictCharField(required=False, max_length=100)
+    deck = StrictCharField(required=False, max_length=100, allow_blank=True, help_text=DECK_HELP)
     limit = StrictIntegerField(required=False, min_value=1, max_value=500, default=100)
     tz = StrictCharField(required=False, max_length=64)
 
@@ -111,7 +120,7 @@ class SessionGradeInput(GradeInput):
 
 class CramStartInput(StrictSerializer):
     namespace = StrictSlugField()
-    deck = StrictCharField(required=False, max_length=100)
+    deck = StrictCharField(required=False, max_length=100, allow_blank=True, help_text=DECK_HELP)
     cards = serializers.ListField(
         child=StrictIntegerField(min_value=1), required=False, max_length=1000
     )

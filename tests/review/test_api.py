@@ -749,3 +749,34 @@ def test_a_stale_version_is_a_conflict_for_a_practice_repeat_too(
         f"{session}/grade", {"card": card, "grade": "good", "version": fresh}, format="json"
     )
     assert practice.status_code == 200 and practice.json()["done"] == 1
+
+
+# --- The "(no topic)" deck ------------------------------------------------------------------
+
+
+def test_deck_empty_is_the_no_topic_deck_on_every_route(person, namespace, deck):
+    """GET /review/decks lists deck "" and PUT sets its options, but the queue, statistics,
+    sessions and cram refused it as blank. Omitting deck still means every deck."""
+    loose = services.memory_create(namespace=namespace, content="Loose fact", topic="")
+    card = Card.objects.get(memory=loose)
+    ns = namespace.slug
+    decks = person.get("/api/v1/review/decks", {"namespace": ns}).json()["decks"]
+    assert {d["deck"]: d["total"] for d in decks} == {"": 1, "facts": 3}
+
+    queue = person.get("/api/v1/review/queue", {"namespace": ns, "deck": ""})
+    assert queue.status_code == 200, queue.json()
+    assert [c["id"] for c in queue.json()["new"]] == [card.pk]
+    assert len(person.get("/api/v1/review/queue", {"namespace": ns}).json()["new"]) == 4
+
+    stats = person.get("/api/v1/review/stats", {"namespace": ns, "deck": ""})
+    assert stats.status_code == 200, stats.json()
+    assert stats.json()["total"] == 1
+    assert person.get("/api/v1/review/stats", {"namespace": ns}).json()["total"] == 4
+
+    session = _start(person, namespace, deck="")
+    assert (session["deck"], session["total"], session["next_card"]["id"]) == ("", 1, card.pk)
+    assert _start(person, namespace)["total"] == 4
+
+    cram = person.post("/api/v1/review/cram", {"namespace": ns, "deck": ""}, format="json")
+    assert cram.status_code == 201, cram.json()
+    assert (cram.json()["deck"], cram.json()["total"]) == ("", 1)

@@ -269,6 +269,20 @@ def test_a_card_suspended_elsewhere_leaves_the_session_page(
     assert "it left the session" in stale.content.decode()
 
 
+def test_the_no_topic_deck_is_studied_and_crammed_on_its_own(ada_client, personal, due_three):
+    loose = services.memory_create(namespace=personal, content="Loose fact", topic="")
+    body = ada_client.get(reverse("review-index")).content.decode()
+    assert 'name="deck" value=""' in body
+    session = start(ada_client, personal, deck="")
+    assert session.deck == "" and list(session.items.values_list("card__memory", flat=True)) == [
+        loose.pk
+    ]
+    crammed = ada_client.post(reverse("cram-start"), {"namespace": personal.slug, "deck": ""})
+    assert crammed.status_code == 303
+    cram = StudySession.objects.order_by("-pk").first()
+    assert (cram.mode, cram.deck, cram.items.count()) == ("cram", "", 1)
+
+
 # --- Cram --------------------------------------------------------------------------------
 
 
