@@ -21,6 +21,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -903,9 +904,9 @@ def deck_options(request: HttpRequest, slug: str) -> HttpResponse:
         else:
             messages.success(
                 request,
-                f"{name}: {value} new cards a day."
+                f"{name}: {_new_cards(value)} a day."
                 if value is not None
-                else f"{name}: the namespace's {namespace.new_cards_per_day} new cards a day.",
+                else f"{name}: the namespace's {_new_cards(namespace.new_cards_per_day)} a day.",
             )
         return see_other(here)
     limits = selectors.new_card_limits(namespace)
@@ -915,3 +916,7 @@ def deck_options(request: HttpRequest, slug: str) -> HttpResponse:
     ]
     context = {"namespace": namespace, "rows": rows, "default": limits.default}
     return render_page(request, "review/deck_options.html", context)
+
+
+def _new_cards(count: int) -> str:
+    return f"{count} new card{pluralize(count)}"

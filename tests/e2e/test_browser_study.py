@@ -342,7 +342,7 @@ def test_deck_options_set_and_clear_a_decks_new_cards_a_day(sized, three):
     page.keyboard.type("1")
     page.keyboard.press("Enter")
     messages = page.locator("#messages")
-    expect(messages).to_contain_text("rivers: 1 new cards a day.")
+    expect(messages).to_contain_text("rivers: 1 new card a day.")
     options = DeckOptions.objects.get(namespace=three, topic="rivers")
     assert options.new_cards_per_day == 1
     expect(field).to_have_value("1")
@@ -355,7 +355,8 @@ def test_deck_options_set_and_clear_a_decks_new_cards_a_day(sized, three):
     page.keyboard.press("Backspace")
     page.keyboard.press("Enter")
     expect(messages).to_contain_text(
-        f"rivers: the namespace's {three.new_cards_per_day} new cards a day."
+        f"rivers: the namespace's {three.new_cards_per_day} new card"
+        f"{'' if three.new_cards_per_day == 1 else 's'} a day."
     )
     assert not DeckOptions.objects.filter(namespace=three).exists()
     expect(field).to_have_value("")
