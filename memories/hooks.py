@@ -78,9 +78,10 @@ class TransferPart(Protocol):
     record_types: tuple[str, ...]
 
     def export(
-        self, *, memories: QuerySet[Memory], encode: Callable[[Any], Any]
+        self, *, memories: QuerySet[Memory], ceiling: int, encode: Callable[[Any], Any]
     ) -> Iterator[dict[str, Any]]:
-        """The records of these memories (the ones the export may show), type included."""
+        """The records of these memories (the ones the export may show), type included,
+        leaving out what was written above `ceiling` (a record that keeps its own level)."""
 
     def start_import(self, context: ImportContext) -> PartImport: ...
 

@@ -178,7 +178,7 @@ def namespace_export(*, namespace: Namespace, ceiling: int) -> Iterator[str]:
 
     # Other apps' records of these memories (review's cards and logs): memories.hooks.
     for part in transfer_parts():
-        for record in part.export(memories=visible, encode=_encode):
+        for record in part.export(memories=visible, ceiling=ceiling, encode=_encode):
             yield emit(record)
 
     # Only what was written while the memory sat within the ceiling (each event keeps the

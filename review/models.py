@@ -15,7 +15,7 @@ from config.bounds import (
     validate_datetime,
     validate_finite,
 )
-from memories.models import LIVE_STATUSES, Memory, Namespace
+from memories.models import LIVE_STATUSES, Classification, Memory, Namespace
 
 # The longest answer time a review log keeps (a day, in ms); longer is a card left open.
 MAX_DURATION_MS = 86_400_000
@@ -210,6 +210,12 @@ class ReviewLog(models.Model):
     )
     # Set by card_undo; an undone grade stays for the audit trail but counts nowhere.
     undone_at = models.DateTimeField(null=True, blank=True, validators=[validate_datetime])
+    # The memory's level when the grade was given: a caller whose ceiling is below it never
+    # sees the grade (export, statistics), even once the memory is declassified, as with
+    # its history events (memories.models.MemoryEvent).
+    classification = models.PositiveSmallIntegerField(
+        choices=Classification.choices, default=Classification.RESTRICTED
+    )
 
     class Meta:
         ordering = ["-reviewed_at", "-id"]

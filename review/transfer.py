@@ -24,7 +24,8 @@ from config.serializers import (
 )
 from memories.hooks import ImportContext
 from memories.import_records import JsonObjectField, ModelRecord
-from memories.models import Memory
+from memories.models import Classification, Memory
+from memories.serializers import ClassificationField
 from memories.transfer import BATCH
 from review.models import CARD_STATE_FIELDS, Card, ReviewLog
 from review.schedulers import fsrs_state_problem
@@ -56,7 +57,12 @@ class FsrsState(StrictSerializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # The fields' types above, then what fsrs needs of them together (the same rule a
         # read applies: review.schedulers.fsrs_state_problem).
-        problem = fsrs_state_problem(self.initial_data)
+        stored = {
+            **attrs,
+            "due": attrs["due"].isoformat(),
+            "last_review": attrs["last_review"].isoformat() if attrs["last_review"] else None,
+        }
+        problem = fsrs_state_problem(stored)
         if problem is not None:
             key, message = problem
             raise serializers.ValidationError({key: message})
@@ -88,12 +94,14 @@ class CardSnapshot(CardRecord):
 
 class ReviewLogRecord(ModelRecord):
     memory = StrictIntegerField()
+    # The level the grade was given at (absent in files of older versions: the memory's).
+    classification = ClassificationField(required=False)
     state_before = JsonObjectField(CardSnapshot, required=False)
     state_after = JsonObjectField(CardSnapshot, required=False)
 
     class Meta:
         model = ReviewLog
-        fields = ["memory", *LOG_FIELDS]
+        fields = ["memory", *LOG_FIELDS, "classification"]
 
 
 class _CardsImport:
@@ -126,7 +134,9 @@ class _CardsImport:
         ctx = self.context
         data = ctx.valid(ReviewLogRecord, record)
         old = data.pop("memory")
-        ctx.seen(old)
+        level = ctx.seen(old)
+        # Never below its memory's level, as the grading service writes it.
+        data["classification"] = max(ctx.level(data, level), level)
         if old not in self.card_of:
             raise ctx.refuse("memory: Its card is not earlier in the file.")
         data["card"] = self.card_of[old]
@@ -167,7 +177,7 @@ class CardsTransferPart:
     record_types = ("card", "review_log")
 
     def export(
-        self, *, memories: QuerySet[Memory], encode: Callable[[Any], Any]
+        self, *, memories: QuerySet[Memory], ceiling: int, encode: Callable[[Any], Any]
     ) -> Iterator[dict[str, Any]]:
         cards = Card.objects.filter(memory__in=memories).order_by("pk")
         for card in cards.iterator(chunk_size=BATCH):
@@ -176,12 +186,17 @@ class CardsTransferPart:
                 "memory": card.memory_id,
                 **{name: encode(getattr(card, name)) for name in CARD_FIELDS},
             }
-        logs = ReviewLog.objects.filter(card__memory__in=memories).select_related("card")
+        # A grade given while its memory was above the ceiling stays out, declassified since
+        # or not (its level is the memory's then).
+        logs = ReviewLog.objects.filter(
+            card__memory__in=memories, classification__lte=ceiling
+        ).select_related("card")
         for log in logs.order_by("pk").iterator(chunk_size=BATCH):
             yield {
                 "type": "review_log",
                 "memory": log.card.memory_id,
                 **{name: encode(getattr(log, name)) for name in LOG_FIELDS},
+                "classification": Classification(log.classification).label,
             }
 
     def start_import(self, context: ImportContext) -> _CardsImport:

@@ -153,7 +153,9 @@ def counted_logs(
     if person_only:
         logs = logs.filter(source=PERSON_SOURCE)
     if ceiling is not None:
-        logs = logs.filter(card__memory__classification__lte=ceiling)
+        # Of memories within the ceiling now, and given while they were (a declassified
+        # memory's earlier grades keep its level then).
+        logs = logs.filter(card__memory__classification__lte=ceiling, classification__lte=ceiling)
     return logs if deck is None else logs.filter(card__memory__topic=deck)
 
 

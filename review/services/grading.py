@@ -177,7 +177,16 @@ def card_grade(
         Memory.objects.filter(pk=memory.pk).update(utility=memory.utility)
         before["utility"], after["utility"] = utility_before, memory.utility
 
-        log = _review_log(current, quality, source, before, after, now, user=user)
+        log = _review_log(
+            current,
+            quality,
+            source,
+            before,
+            after,
+            now,
+            classification=memory.classification,
+            user=user,
+        )
         log.session, log.duration_ms = session, duration_ms
         log.save(force_insert=True)
         memory_event_record(
@@ -247,10 +256,12 @@ def _review_log(
     after: dict[str, Any],
     now: datetime,
     *,
+    classification: int,
     user: Any = None,
 ) -> ReviewLog:
     return ReviewLog(
         card=card,
+        classification=classification,
         namespace_id=card.namespace_id,
         grade=quality,
         source=source,
@@ -437,7 +448,15 @@ def cards_grade_implicit(*, memory_ids: list[int], now: datetime | None = None) 
         update_rows(Memory, ["utility"], list(memories.values()))
         logs = ReviewLog.objects.bulk_create(
             [
-                _review_log(card, quality, source, before, after, now)
+                _review_log(
+                    card,
+                    quality,
+                    source,
+                    before,
+                    after,
+                    now,
+                    classification=memories[card.memory_id].classification,
+                )
                 for card, before, after in zip(cards, befores, afters, strict=True)
             ]
         )

@@ -89,7 +89,8 @@ def optimize_reviews(
         mode=ReviewLog.Mode.NORMAL,
     )
     if ceiling is not None:
-        logs = logs.filter(card__memory__classification__lte=ceiling)
+        # Grades given while the memory was above the ceiling stay out, as in statistics.
+        logs = logs.filter(card__memory__classification__lte=ceiling, classification__lte=ceiling)
     return logs
 
 

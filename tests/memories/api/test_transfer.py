@@ -10,7 +10,7 @@ from memories import services
 from memories.importer import ImportFailed, namespace_import
 from memories.models import Association, Classification, Memory, MemoryEvent, Relation
 from memories.transfer import namespace_export
-from review.models import Card
+from review.models import Card, ReviewLog
 
 pytestmark = pytest.mark.django_db
 
@@ -210,3 +210,37 @@ def test_a_digest_quoting_a_purged_memory_still_round_trips(user, namespace, mak
     (imported,) = Consolidation.objects.filter(namespace=copy)
     assert imported.memory_ids == [result.memories[kept.pk]]
     assert imported.text == digest.text
+
+
+def test_a_grade_given_above_the_ceiling_stays_out_after_declassifying(
+    user, namespace, make_memory
+):
+    # A review log kept no level: graded while restricted, then declassified, the memory's
+    # grade, answer time and card states were in an internal export and its statistics,
+    # while its history already hid the 'graded' event.
+    from review.selectors.statistics import counted_logs
+    from review.services import card_grade
+
+    memory = make_memory("Restricted launch plan", classification=Classification.RESTRICTED)
+    card = Card.objects.get(memory=memory)
+    card_grade(card=card, grade=4, source="human", user=user, duration_ms=1234)
+    services.memory_update(memory=memory, changes={"classification": Classification.INTERNAL})
+    card.refresh_from_db()
+    card_grade(card=card, grade=5, source="human", user=user)
+
+    def logs(ceiling):
+        lines = [json.loads(x) for x in namespace_export(namespace=namespace, ceiling=ceiling)]
+        return [r for r in lines if r["type"] == "review_log"]
+
+    internal = logs(Classification.INTERNAL)
+    assert [(r["grade"], r["classification"]) for r in internal] == [(5, "internal")]
+    assert len(logs(Classification.RESTRICTED)) == 2
+    counted = counted_logs(namespace=namespace, ceiling=Classification.INTERNAL)
+    assert list(counted.values_list("grade", flat=True)) == [5]
+
+    # Imported, each log keeps its level (never below its memory's).
+    copy = services.namespace_create(owner=user, name="Copy")
+    lines = list(namespace_export(namespace=namespace, ceiling=Classification.RESTRICTED))
+    namespace_import(namespace=copy, lines=lines)
+    levels = sorted(ReviewLog.objects.filter(namespace=copy).values_list("grade", "classification"))
+    assert levels == [(4, Classification.RESTRICTED), (5, Classification.INTERNAL)]
