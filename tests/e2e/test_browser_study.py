@@ -430,4 +430,13 @@ def test_the_keyboard_help_and_the_cue_editor_give_the_card_its_keys_back(sized,
     expect(editor).to_have_js_property("open", False)
     page.keyboard.press("Space")
     expect(page.locator("details.answer")).to_have_js_property("open", True)
+
+    # Any other disclosure ("Forget…") closes on Escape from inside it, the focus back on
+    # its summary (it stayed open: only the help and the cue editor answered to Escape).
+    forget = page.locator(".card-tools details")
+    forget.locator("summary").click()
+    page.locator(".card-tools input[name=reason]").focus()
+    page.keyboard.press("Escape")
+    expect(forget).to_have_js_property("open", False)
+    expect(forget.locator("summary")).to_be_focused()
     check_fits(size, page)
