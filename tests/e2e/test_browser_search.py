@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from memories import services
 from tests.e2e.test_browser import (  # noqa: F401 (fixtures)
@@ -142,3 +143,22 @@ def test_an_associative_result_says_why_and_links_to_its_origin(screen, trip):
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(rf"#result-{kyoto}$"))
     assert page.locator(f"#result-{kyoto}").is_visible()
+
+
+def test_back_and_forward_show_the_search_their_address_names(screen, trip):
+    # htmx restored its snapshot of a search it had pushed: the results of "kyoto" under an
+    # empty search box, and inline-style errors from the Content-Security-Policy. Now the
+    # page is loaded again from its address.
+    page = screen
+    log_in_by_keyboard(page)
+    page.goto("/search/")
+    type_query(page, "kyoto")
+    page.keyboard.type(" ryokan", delay=30)  # a second search, pushed after the first
+    page.wait_for_url(re.compile(r"[?&]q=kyoto(\+|%20)ryokan&"))
+    page.go_back()
+    page.wait_for_url(re.compile(r"[?&]q=kyoto&"))
+    expect(page.locator("input[name=q]")).to_have_value("kyoto")
+    page.locator("#results-heading").filter(has_text="kyoto").wait_for()
+    page.go_forward()
+    page.wait_for_url(re.compile(r"[?&]q=kyoto(\+|%20)ryokan&"))
+    expect(page.locator("input[name=q]")).to_have_value("kyoto ryokan")
