@@ -73,6 +73,7 @@ def _strings(rule: StringList) -> serializers.ListField:
         child=StrictCharField(max_length=rule.max_length, allow_blank=False),
         max_length=rule.max_items,
         required=False,
+        validators=[rule],
     )
 
 

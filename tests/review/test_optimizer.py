@@ -101,6 +101,8 @@ def add_review_history(namespace, reviews: Sequence[Review], *, source: str = "h
                 reviewed_at=review.reviewed_at,
                 state_before={"total_reviews": before},
                 state_after={"total_reviews": before + 1},
+                # Graded at the memory's level, as card_grade writes a log.
+                classification=cards[review.card_id].memory.classification,
             )
         )
     ReviewLog.objects.bulk_create(logs, batch_size=1000)

@@ -31,6 +31,7 @@ def log(card, when, ms, **fields) -> ReviewLog:
         source=fields.pop("source", ReviewLog.Source.HUMAN),
         reviewed_at=when,
         duration_ms=ms,
+        classification=card.memory.classification,  # graded at its memory's level
         **fields,
     )
 
