@@ -121,6 +121,8 @@ def test_it_adds_forgets_in_bulk_and_browses_cards_by_keyboard(sized, library, u
         " return ids.filter((id, i) => ids.indexOf(id) !== i); }"
     )
     assert repeated == []
+    # The focus moves once htmx has settled the swap (20 ms after the panel appears).
+    page.wait_for_function("() => document.activeElement.id === 'confirm_reason'", timeout=5000)
     focused = page.evaluate("[document.activeElement.id, document.activeElement.labels.length]")
     assert focused == ["confirm_reason", 1]
     page.keyboard.type("Read long ago")
