@@ -507,6 +507,12 @@ LOGGING = {
         # text. Without handlers of their own they reach the root's once, in LOG_FORMAT.
         "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.server": {"handlers": [], "level": "INFO", "propagate": True},
+        # uvicorn (make run's server, and MCP's access lines) configures its loggers with
+        # handlers of its own, in its own text format, before it loads the app; loading
+        # the app applies this, so its records too reach the root's handler once.
+        "uvicorn": {"handlers": [], "level": "INFO", "propagate": True},
+        "uvicorn.error": {"handlers": [], "level": "INFO", "propagate": True},
+        "uvicorn.access": {"handlers": [], "level": "INFO", "propagate": True},
         "django.db.backends": {"level": "WARNING"},
         "axes.apps": {"level": "WARNING"},  # its start-up banner, in every command
     },

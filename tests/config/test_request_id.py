@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -311,6 +312,49 @@ def test_log_format_json_writes_json_from_every_logger_once(tmp_path):
     assert [line["message"] for line in lines if line["logger"] == "django.server"] == [
         "a runserver line"
     ]
+
+
+def test_log_format_json_covers_uvicorns_own_lines(tmp_path):
+    """make run serves with uvicorn, which writes its start-up, shutdown and access lines
+    with handlers and a text format of its own; under json they are JSON too."""
+    from tests.e2e.test_make_run import _free_port
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "LOG_FORMAT": "json",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        for _ in range(200):
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=2)
+                break
+            except httpx.TransportError:
+                if server.poll() is not None:
+                    break
+                time.sleep(0.1)
+        else:
+            pytest.fail("uvicorn did not answer")
+    finally:
+        server.terminate()
+        output, _ = server.communicate(timeout=30)
+    assert answer.status_code == 405, output
+    lines = [json.loads(line) for line in output.strip().splitlines()]  # JSON only
+    loggers = {line["logger"] for line in lines}
+    assert {"uvicorn.error", "uvicorn.access"} <= loggers, output
+    [access] = [line for line in lines if line["logger"] == "uvicorn.access"]
+    assert "GET /mcp" in access["message"] and "405" in access["message"]
 
 
 # --- MCP, beside Django (config/asgi.py) ---------------------------------------------------
