@@ -224,6 +224,52 @@
     requestError("The server took too long to answer. Try again.");
   });
 
+  /* A table or plot wider than its card scrolls inside it (a phone): while it does, it is
+     a named region in the tab order, so a keyboard can scroll it (WCAG 2.1.1; axe's
+     scrollable-region-focusable). One that fits is left out of the tab order. Only what
+     this code marked is unmarked. */
+  function regionName(box) {
+    var caption = box.querySelector("caption");
+    if (caption && caption.textContent.trim()) return caption.textContent.trim();
+    var around = box.closest("figure, section, details, .card");
+    var heading = around && around.querySelector("h1, h2, h3, h4, summary");
+    return heading && heading.textContent.trim() ? heading.textContent.trim() : "Scrollable content";
+  }
+
+  function markScrollable() {
+    var boxes = document.querySelectorAll(".table-wrap, .plot-scroll");
+    for (var i = 0; i < boxes.length; i++) {
+      var box = boxes[i];
+      var ours = box.hasAttribute("data-scroll-region");
+      if (box.hasAttribute("tabindex") && !ours) continue;  // marked in its template
+      var scrolls = box.scrollWidth > box.clientWidth + 1;
+      if (scrolls && !ours) {
+        box.setAttribute("data-scroll-region", "");
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("role", "region");
+        box.setAttribute("aria-label", regionName(box) + " (scrolls sideways)");
+      } else if (!scrolls && ours) {
+        box.removeAttribute("data-scroll-region");
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+      }
+    }
+  }
+
+  var resizing = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(markScrollable, 150);
+  });
+  document.addEventListener("htmx:afterSettle", markScrollable);
+  window.addEventListener("load", markScrollable);
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", markScrollable);
+  } else {
+    markScrollable();
+  }
+
   /* After htmx swaps in a new card, move focus to it so screen readers announce it;
      scroll only when it is out of sight (a token's one-time secret lands at the top of
      the page while the button that made it may be far below). */
