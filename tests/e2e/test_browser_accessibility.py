@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from django.contrib.auth import get_user_model
+from django.urls import reverse
 
 from tests.e2e.test_browser import (  # noqa: F401 (fixtures)
+    PASSWORD,
     _new_page,
     browser,
     console,
@@ -76,3 +79,40 @@ def test_a_table_wider_than_a_phone_scrolls_by_keyboard(browser, console, live_s
         assert page.locator(".table-wrap[tabindex]").count() == 0
     finally:
         context.close()
+
+
+def test_states_beyond_first_load_pass_axe(browser, console, live_server, everything):  # noqa: F811
+    """A new user's empty pages, a form answered with errors, every disclosure of a memory
+    open, search results and a revealed review card: the states a first load never shows."""
+    get_user_model().objects.create_user("newbie", "newbie@example.com", PASSWORD)
+    found: dict[str, list[str]] = {}
+    context, page = _new_page(browser, console, base_url=live_server.url)
+    try:
+        log_in(page, "newbie")
+        for name, _, params in dashboard_pages():
+            if not params:
+                page.goto(url_for(name, params, everything))
+                found[f"empty {name}"] = violations(page)
+        context.clear_cookies()
+        log_in(page)
+        page.goto(reverse("memory-add"))
+        page.evaluate(
+            "() => { document.querySelector('form[aria-label=\"New memory\"]').noValidate = true; }"
+        )
+        page.get_by_role("button", name="Add memory").click()
+        page.locator(".errorlist, [aria-invalid=true]").first.wait_for()
+        found["memory-add with errors"] = violations(page)
+        page.goto(url_for("memory-detail", ["pk"], everything))
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        found["memory-detail, all open"] = violations(page)
+        page.goto(reverse("search") + "?q=capital")
+        found["search results"] = violations(page)
+        page.goto(reverse("review-session", args=[everything["review"].pk]))
+        page.keyboard.press("Space")
+        found["review answer"] = violations(page)
+    finally:
+        context.close()
+    failing = {name: items for name, items in found.items() if items}
+    assert failing == {}, "\n".join(
+        f"{name}: {item}" for name, items in failing.items() for item in items
+    )
