@@ -170,7 +170,7 @@ class MemoryAdmin(admin.ModelAdmin):
     search_fields = ["content", "topic", "=id"]
     list_select_related = ["namespace"]
     date_hierarchy = "created_at"
-    readonly_fields = [*_STATE, "search_original"]
+    readonly_fields = [*_STATE, "search_original", "search_pairs"]
     inlines = [MemoryEventInline]
     fieldsets = [
         (None, {"fields": ["namespace", *_editable(_TEXT)]}),

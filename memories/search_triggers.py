@@ -12,16 +12,26 @@ import importlib
 
 from django.db import migrations
 
-
-def _reinstall(apps, schema_editor) -> None:
-    if schema_editor.connection.vendor != "sqlite":
-        return
-    search = importlib.import_module("memories.migrations.0002_search_indexes")
-    for statement in search.SQLITE_BACKWARD[:4]:  # the triggers
-        schema_editor.execute(statement, params=None)
-    for statement in search.SQLITE_FORWARD[2:]:  # triggers again, then 'rebuild' both tables
-        schema_editor.execute(statement, params=None)
+# The migration whose SQLITE_FORWARD/SQLITE_BACKWARD lists hold the current search tables
+# and triggers. A migration made before it reinstalls the ones of its own time (the table
+# then had their columns) by naming its module.
+LATEST = "0029_cjk_pairs"
 
 
-def reinstall_sqlite_search() -> migrations.RunPython:
-    return migrations.RunPython(_reinstall, migrations.RunPython.noop)
+def sqlite_search_installer(module: str):
+    """The migration step that remakes the search triggers of `module`'s time, then rebuilds."""
+
+    def run(apps, schema_editor) -> None:
+        if schema_editor.connection.vendor != "sqlite":
+            return
+        search = importlib.import_module(f"memories.migrations.{module}")
+        for statement in search.SQLITE_BACKWARD[:4]:  # the triggers
+            schema_editor.execute(statement, params=None)
+        for statement in search.SQLITE_FORWARD[2:]:  # triggers again, then 'rebuild' both
+            schema_editor.execute(statement, params=None)
+
+    return run
+
+
+def reinstall_sqlite_search(module: str = LATEST) -> migrations.RunPython:
+    return migrations.RunPython(sqlite_search_installer(module), migrations.RunPython.noop)

@@ -47,6 +47,35 @@ def words(text: str) -> list[str]:
     return WORD.findall(fold(text))
 
 
+# Scripts written without spaces between words: kana and Han ideographs (folded text, so
+# halfwidth kana are already fullwidth). Korean (Hangul) is written with spaces: not here.
+_CJK = (
+    "\u3040-\u30ff"  # Hiragana, Katakana (with the prolonged sound mark)
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf\u4e00-\u9fff"  # CJK ideographs, extension A and unified
+    "\uf900-\ufaff"  # compatibility ideographs (NFKD maps most to unified ones)
+    "\U00020000-\U0003134f"  # extensions B to G
+)
+CJK_CHARACTERS = _CJK  # a character class's inside, for a regex on either engine
+CJK_RUN = re.compile(f"[{_CJK}]{{2,}}")
+
+
+def cjk_pairs(folded: str) -> list[str]:
+    """Overlapping character pairs of every unspaced CJK run of folded text, in order
+    ("東京タワー" gives 東京 京タ タワ ワー), as Lucene's CJK bigram analyser indexes them.
+
+    Both engines' full-text tokenizers take a whole run as one word, so "東京" (most
+    Chinese words are two characters) is not found inside "東京タワーに行った"; indexed and
+    queried as pairs, it is. Other text has none.
+    """
+    if folded.isascii():
+        return []
+    pairs: list[str] = []
+    for run in CJK_RUN.findall(folded):
+        pairs.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return pairs
+
+
 def content_key(content: str) -> str:
     """The key two memories share when their contents are the same text: SHA-256 of the
     folded content (case, accents and runs of whitespace do not count). The write path

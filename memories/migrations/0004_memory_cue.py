@@ -18,5 +18,5 @@ class Migration(migrations.Migration):
             field=models.CharField(blank=True, help_text='The question a review card shows; empty: the topic and the first line.', max_length=300),
         ),
         # AddField rebuilds memories_memory on SQLite, dropping its triggers.
-        reinstall_sqlite_search(),
+        reinstall_sqlite_search("0002_search_indexes"),
     ]

@@ -23,7 +23,7 @@ class Migration(migrations.Migration):
 
     operations = [
         # Unapplying rebuilds memories_memory on SQLite too: its triggers come back last.
-        migrations.RunPython(migrations.RunPython.noop, reinstall_sqlite_search().code),
+        migrations.RunPython(migrations.RunPython.noop, reinstall_sqlite_search("0002_search_indexes").code),
         migrations.AlterField(
             model_name='apitoken',
             name='created_at',
@@ -326,5 +326,5 @@ class Migration(migrations.Migration):
             ],
         ),
         # The rebuild of memories_memory on SQLite dropped its triggers.
-        reinstall_sqlite_search(),
+        reinstall_sqlite_search("0002_search_indexes"),
     ]

@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
 
     operations = [
         # Unapplying rebuilds memories_memory on SQLite too: its triggers come back last.
-        migrations.RunPython(migrations.RunPython.noop, reinstall_sqlite_search().code),
+        migrations.RunPython(migrations.RunPython.noop, reinstall_sqlite_search("0002_search_indexes").code),
         migrations.AddField(
             model_name='memory',
             name='position',
@@ -39,5 +39,5 @@ class Migration(migrations.Migration):
             constraint=models.CheckConstraint(condition=models.Q(('position__isnull', True), models.Q(('position__gte', 0), ('position__lte', 2147483647)), _connector='OR'), name='memory_position_range'),
         ),
         # AddField rebuilds memories_memory on SQLite, dropping its triggers.
-        reinstall_sqlite_search(),
+        reinstall_sqlite_search("0002_search_indexes"),
     ]

@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
 
     operations = [
         # Unapplying rebuilds memories_memory on SQLite too: its triggers come back last.
-        migrations.RunPython(migrations.RunPython.noop, reinstall_sqlite_search().code),
+        migrations.RunPython(migrations.RunPython.noop, reinstall_sqlite_search("0002_search_indexes").code),
         migrations.AddField(
             model_name='memory',
             name='content_key',
@@ -46,5 +46,5 @@ class Migration(migrations.Migration):
         ),
         migrations.RunPython(fill_content_keys, migrations.RunPython.noop),
         # AddField rebuilds memories_memory on SQLite, dropping its triggers.
-        reinstall_sqlite_search(),
+        reinstall_sqlite_search("0002_search_indexes"),
     ]

@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
 
     operations = [
         # Unapplying rebuilds memories_memory on SQLite too: its triggers come back last.
-        migrations.RunPython(migrations.RunPython.noop, reinstall_sqlite_search().code),
+        migrations.RunPython(migrations.RunPython.noop, reinstall_sqlite_search("0002_search_indexes").code),
         migrations.AddField(
             model_name='memory',
             name='valid_from',
@@ -47,5 +47,5 @@ class Migration(migrations.Migration):
             constraint=models.CheckConstraint(condition=models.Q(models.Q(('valid_until__gte', datetime.datetime(1, 1, 2, 0, 0, tzinfo=datetime.timezone.utc)), ('valid_until__lte', datetime.datetime(9999, 12, 30, 0, 0, tzinfo=datetime.timezone.utc))), config.bounds.DateTextReadable(models.F('valid_until'))), name='memory_valid_until_range'),
         ),
         # AddField rebuilds memories_memory on SQLite, dropping its triggers.
-        reinstall_sqlite_search(),
+        reinstall_sqlite_search("0002_search_indexes"),
     ]

@@ -213,5 +213,5 @@ class Migration(migrations.Migration):
             ),
         ),
         _MAKE,
-        reinstall_sqlite_search(),
+        reinstall_sqlite_search("0002_search_indexes"),
     ]

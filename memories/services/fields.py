@@ -61,7 +61,13 @@ SERVER_FIELDS = (
     "updated_at",
 )
 # Computed from the text by every write of it (_derive), never supplied.
-DERIVED_FIELDS = ("search_text", "search_original", "signature", "content_key")
+DERIVED_FIELDS = (
+    "search_text",
+    "search_original",
+    "search_pairs",
+    "signature",
+    "content_key",
+)
 # The vector: written by the embedding backfill, carried by exports.
 EMBEDDING_FIELDS = ("embedding", "embedding_model")
 

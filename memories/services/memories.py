@@ -53,7 +53,7 @@ from memories.services.sessions import linked_sessions, session_links_create, se
 from memories.services.supersede import memories_supersede
 from memories.services.uses import uses_record
 from memories.signatures import simhash_folded
-from memories.text import content_key, fold
+from memories.text import cjk_pairs, content_key, fold
 
 _EDITABLE = frozenset(EDITABLE_FIELDS)
 # Set on every new memory by memory_build, whatever the caller passed.
@@ -76,6 +76,7 @@ def memory_derive(memory: Memory) -> None:
     keywords = " ".join(memory.keywords)
     memory.search_text = fold(f"{memory.content} {keywords}".strip())
     memory.search_original = fold(memory.content_original)
+    memory.search_pairs = " ".join(cjk_pairs(memory.search_text))
     # The signature's words are the search text's: fold once, not twice.
     memory.signature = simhash_folded(memory.search_text, bits=settings.SIGNATURE_BITS)
     memory.content_key = content_key(memory.content)

@@ -268,7 +268,7 @@ def _stemmed_sqlite(
     where, params = filters.sql("m")
     sql = (
         f"SELECT m.id, f.score, {row_columns()} FROM ("
-        "SELECT t.rowid AS id, -bm25(memories_memory_fts, 1.0, 0.5) AS score "
+        "SELECT t.rowid AS id, -bm25(memories_memory_fts, 1.0, 0.5, 1.0) AS score "
         "FROM memories_memory_fts t CROSS JOIN memories_memory m ON m.id = t.rowid "
         f"WHERE memories_memory_fts MATCH %s AND {where} "
         "ORDER BY t.rowid DESC LIMIT %s) f "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
-from memories.text import STOP_WORDS, words
+from memories.text import STOP_WORDS, cjk_pairs, words
 from recall import temporal
 
 MAX_QUERY_TERMS = 16
@@ -36,4 +36,8 @@ def analyse_query(
     when = temporal.parse(text, now=now, tz=tz or now.tzinfo) if now else temporal.TemporalQuery()
     content = words(when.rest) if when else all_words
     terms = [w for w in dict.fromkeys(content) if w not in STOP_WORDS and len(w) > 1]
+    # A run of unspaced CJK text is one word to the tokenizers: its character pairs, which
+    # the full-text indexes hold (memories.text.cjk_pairs), follow it ("東京タワー" finds
+    # "東京に行った"; "東京" finds "東京タワー").
+    terms = list(dict.fromkeys(t for w in terms for t in (w, *cjk_pairs(w))))
     return QueryTerms(text=text, terms=terms[:MAX_QUERY_TERMS], all_words=all_words, when=when)

@@ -278,6 +278,7 @@ def test_the_admin_form_is_unchanged_and_edits_exactly_the_editable_fields():
     assert set(admin.readonly_fields) == {
         "search_text",
         "search_original",
+        "search_pairs",
         "use_count",
         "last_used_at",
         "access_count",
