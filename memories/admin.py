@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
@@ -40,8 +42,59 @@ class ViewOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class NamespaceAdminForm(forms.ModelForm):
+    """A new namespace is checked by memories.services.namespace_validate_new, as the API
+    and the dashboard's are (the slug made from the name when left empty, a taken slug said
+    in the service's words); a change by namespace_update, in save_model."""
+
+    class Meta:
+        model = Namespace
+        fields = ["owner", "slug", *services.NAMESPACE_EDITABLE_FIELDS]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is None and "slug" in self.fields:
+            self.fields["slug"].required = False  # the service makes it from the name
+
+    def _adding(self) -> bool:
+        return self.instance.pk is None
+
+    def values(self) -> dict[str, Any]:
+        """The new namespace's fields, as namespace_create takes them."""
+        data = self.cleaned_data
+        fields = {
+            name: data[name]
+            for name in services.NAMESPACE_EDITABLE_FIELDS
+            if name in data and name not in ("name", "mode")
+        }
+        return {
+            "owner": data.get("owner"),
+            "name": data.get("name", ""),
+            "slug": data.get("slug") or None,
+            "mode": data.get("mode") or Namespace.Mode.PERSONAL,
+            **fields,
+        }
+
+    def _get_validation_exclusions(self) -> set[str]:
+        exclude = super()._get_validation_exclusions()
+        if self._adding():
+            # (owner, slug) is the service's check, in its words: not Django's first.
+            exclude.add("owner")
+        return exclude
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        if self.errors or not self._adding():
+            return
+        try:
+            services.namespace_validate_new(**self.values())
+        except ValidationError as error:
+            self._update_errors(error)
+
+
 @admin.register(Namespace)
 class NamespaceAdmin(admin.ModelAdmin):
+    form = NamespaceAdminForm
     list_display = ["name", "slug", "owner", "mode", "scheduler", "new_cards_per_day", "created_at"]
     list_filter = ["mode", "scheduler", "decay_model"]
     search_fields = ["name", "slug", "owner__username"]
@@ -86,7 +139,10 @@ class NamespaceAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Namespace, form, change: bool) -> None:
         if not change:
-            super().save_model(request, obj, form, change)
+            # Through the service, as the API and dashboard create one.
+            created = services.namespace_create(**form.values())
+            obj.pk = created.pk
+            obj.refresh_from_db()
             return
         # Through the service, as the API and dashboard change settings (a decay_fit mode
         # applies its fit there).

@@ -68,6 +68,7 @@ from memories.services.namespaces import (
     namespace_create,
     namespace_slug_taken,
     namespace_update,
+    namespace_validate_new,
 )
 from memories.services.near_duplicates import (
     NEAR_DUPLICATE,
@@ -138,6 +139,7 @@ __all__ = [
     "namespace_create",
     "namespace_slug_taken",
     "namespace_update",
+    "namespace_validate_new",
     "near_duplicates_merge",
     "near_group",
     "near_index",

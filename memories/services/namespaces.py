@@ -14,7 +14,7 @@ from memories.models import Namespace
 from memories.services.decay_fits import decay_fit_apply_latest
 
 
-def namespace_create(
+def namespace_validate_new(
     *,
     owner,
     name: str,
@@ -22,7 +22,9 @@ def namespace_create(
     mode: str = Namespace.Mode.PERSONAL,
     **fields: Any,
 ) -> Namespace:
-    """Create a namespace for a user; the slug defaults to the slugified name."""
+    """The namespace namespace_create would insert, unsaved, or every refusal at once as a
+    ValidationError: the slug defaults to the slugified name. Every writer of a new
+    namespace (API, dashboard, admin) is checked here."""
     namespace = Namespace(owner=owner, name=name, slug=slug or slugify(name), mode=mode, **fields)
     field, taken = _clash_words(namespace.slug, given=bool(slug))
     errors: dict[str, list[str]] = {}
@@ -40,6 +42,20 @@ def namespace_create(
         errors.setdefault(field, []).append(taken)
     if errors:
         raise ValidationError(errors)
+    return namespace
+
+
+def namespace_create(
+    *,
+    owner,
+    name: str,
+    slug: str | None = None,
+    mode: str = Namespace.Mode.PERSONAL,
+    **fields: Any,
+) -> Namespace:
+    """Create a namespace for a user; the slug defaults to the slugified name."""
+    namespace = namespace_validate_new(owner=owner, name=name, slug=slug, mode=mode, **fields)
+    field, taken = _clash_words(namespace.slug, given=bool(slug))
     with unique_or(field, taken):
         namespace.save(force_insert=True)
     return namespace

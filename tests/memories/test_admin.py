@@ -268,3 +268,39 @@ def test_a_namespace_keeps_its_owner_and_slug_in_the_admin(admin_client):
     namespace.refresh_from_db()
     assert (namespace.owner.username, namespace.slug) == ("demo", "personal")
     assert (namespace.description, namespace.decay_half_life_days) == ("Mine.", 30.0)
+
+
+def _namespace_add_data(admin_client, **values):
+    form = admin_client.get(reverse("admin:memories_namespace_add")).context["adminform"].form
+    data = {name: form[name].value() for name in form.fields}
+    data = {k: ("" if v is None else v) for k, v in data.items()}
+    return data | values
+
+
+def test_the_admin_adds_a_namespace_through_the_service(admin_client, monkeypatch):
+    """Add saved the model directly: the service (namespace_create) and its validators were
+    skipped, so a taken slug had Django's words and an empty slug was refused instead of
+    made from the name, as the API and dashboard make it."""
+    from memories import services
+
+    demo = get_user_model().objects.get(username="demo")
+    url = reverse("admin:memories_namespace_add")
+    taken = _namespace_add_data(admin_client, owner=demo.pk, name="Again", slug="personal")
+    response = admin_client.post(url, taken)
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["slug"] == [
+        "You already have a namespace with this slug."
+    ]
+    bad = _namespace_add_data(
+        admin_client, owner=demo.pk, name="Out", slug="out", decay_half_life_days="1e9"
+    )
+    assert "decay_half_life_days" in admin_client.post(url, bad).context["adminform"].form.errors
+    assert not Namespace.objects.filter(slug="out").exists()
+
+    calls = []
+    create = services.namespace_create
+    monkeypatch.setattr(services, "namespace_create", lambda **kw: calls.append(kw) or create(**kw))
+    good = _namespace_add_data(admin_client, owner=demo.pk, name="Field Notes", slug="")
+    assert admin_client.post(url, good).status_code == 302
+    made = Namespace.objects.get(owner=demo, slug="field-notes")
+    assert made.name == "Field Notes" and [c["name"] for c in calls] == ["Field Notes"]
