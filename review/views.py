@@ -43,7 +43,7 @@ from memories.sweep import EVENT_SOURCE
 from memories.views import DASHBOARD_SOURCE
 from review import optimizer, selectors, services
 from review.api import card_payload
-from review.forms import CramAnswerForm, GradeForm, StartForm
+from review.forms import CramAnswerForm, DeckLimitForm, GradeForm, StartForm
 from review.models import Card, ReviewLog, StudySession, reviewable_q
 from review.selectors.browser import (
     CARD_SORTS,
@@ -873,49 +873,67 @@ def leeches(request: HttpRequest) -> HttpResponse:
 # --- Deck options --------------------------------------------------------------------------
 
 
+def _deck_options_page(
+    request: HttpRequest, namespace: Namespace, *, posted: DeckLimitForm | None = None
+) -> HttpResponse:
+    """The page, each deck with its form; a refused `posted` form in its deck's row with
+    its error on the field, the typed value kept and the focus there (or above the table
+    when its deck is none of the rows)."""
+    scope = Scope.of(request)
+    limits = selectors.new_card_limits(namespace)
+    decks = selectors.deck_statistics(namespace=namespace, tz=user_tz(), ceiling=scope.ceiling)
+    posted_deck = posted.data.get("deck", "") if posted is not None else None
+    rows = []
+    for i, d in enumerate(decks, 1):
+        own = limits.decks.get(d.deck)
+        if posted is not None and posted_deck == d.deck:
+            form, posted = posted, None
+            form.auto_id = f"limit-{i}-%s"
+        else:
+            form = DeckLimitForm(
+                initial={"deck": d.deck, "new_cards_per_day": own},
+                default=limits.default,
+                auto_id=f"limit-{i}-%s",
+            )
+        rows.append({"stats": d, "own": own, "limit": limits.of(d.deck), "form": form})
+    context = {
+        "namespace": namespace,
+        "rows": rows,
+        "default": limits.default,
+        # A refusal about a deck the page does not list (a stale page, a hand-made POST).
+        "stray": posted,
+    }
+    return render_page(request, "review/deck_options.html", context, partial="decks")
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 def deck_options(request: HttpRequest, slug: str) -> HttpResponse:
     """A namespace's decks, each with its own new cards per day or the namespace's; a POST
-    sets one deck's (empty: inherit) through review.services.deck_options_set."""
-    scope = Scope.of(request)
-    namespace = get_object_or_404(scope.namespaces(), slug=slug)
-    here = reverse("deck-options", args=[namespace.slug])
-    if request.method == "POST":
-        deck = request.POST.get("deck", "")
-        raw = request.POST.get("new_cards_per_day", "").strip()
-        # Every message says which deck it is about: the page lists them all.
-        name = deck or "(no topic)"
-        try:
-            value = None if raw == "" else int(raw)
-        except ValueError:
-            shown = raw if len(raw) <= 20 else f"{raw[:20]}…"
-            messages.error(
-                request,
-                f"{name}: “{shown}” is not a whole number. New cards per day is a whole "
-                f"number from 0 to {services.MAX_NEW_CARDS_PER_DAY}, or empty to use the "
-                "namespace's.",
-            )
-            return see_other(here)
+    sets one deck's (empty: inherit) through review.services.deck_options_set. A refused
+    one shows the page again (200; its section under htmx) with the error on the deck's
+    field, the typed value kept and the focus there, as the namespace form does."""
+    namespace = get_object_or_404(Scope.of(request).namespaces(), slug=slug)
+    if request.method != "POST":
+        return _deck_options_page(request, namespace)
+    form = DeckLimitForm(request.POST, default=namespace.new_cards_per_day)
+    if form.is_valid():
+        deck, value = form.cleaned_data["deck"], form.cleaned_data["new_cards_per_day"]
         try:
             services.deck_options_set(namespace=namespace, deck=deck, new_cards_per_day=value)
         except services.ReviewError as exc:
-            messages.error(request, f"{name}: {exc.message}")
+            form.add_review_error(exc)
         else:
+            # Every message says which deck it is about: the page lists them all.
+            name = deck or "(no topic)"
             messages.success(
                 request,
                 f"{name}: {_new_cards(value)} a day."
                 if value is not None
                 else f"{name}: the namespace's {_new_cards(namespace.new_cards_per_day)} a day.",
             )
-        return see_other(here)
-    limits = selectors.new_card_limits(namespace)
-    decks = selectors.deck_statistics(namespace=namespace, tz=user_tz(), ceiling=scope.ceiling)
-    rows = [
-        {"stats": d, "own": limits.decks.get(d.deck), "limit": limits.of(d.deck)} for d in decks
-    ]
-    context = {"namespace": namespace, "rows": rows, "default": limits.default}
-    return render_page(request, "review/deck_options.html", context)
+            return see_other(reverse("deck-options", args=[namespace.slug]))
+    return _deck_options_page(request, namespace, posted=form)
 
 
 def _new_cards(count: int) -> str:

@@ -166,19 +166,57 @@ def test_the_deck_options_page_sets_and_clears_a_limit(client, user, namespace, 
     assert new_card_limits(namespace).of("verbs") == 2
     assert "verbs: 2 new cards a day." in client.get(url).content.decode()
 
-    # Each refusal names the deck once, in the page's words (no Python quoting, no field
-    # name said twice).
-    client.post(url, {"deck": "verbs", "new_cards_per_day": "1e3"})
-    page = client.get(url).content.decode()
-    assert "verbs: “1e3” is not a whole number. New cards per day is a whole number from 0" in page
-    client.post(url, {"deck": "verbs", "new_cards_per_day": "5000"})
-    page = client.get(url).content.decode()
-    assert "verbs: New cards per day is a whole number from 0 to 1000" in page
-    assert "New cards per day: New cards per day" not in page
     assert new_card_limits(namespace).of("verbs") == 2
-
     client.post(url, {"deck": "verbs", "new_cards_per_day": ""})
     assert new_card_limits(namespace).of("verbs") == 3
+
+
+@pytest.mark.parametrize(
+    ("deck", "typed", "words"),
+    [
+        ("verbs", "1e3", "Not a whole number. New cards per day is a whole number from 0 to 1000"),
+        ("verbs", "5000", "New cards per day is a whole number from 0 to 1000, or empty"),
+        ("", "-1", "New cards per day is a whole number from 0 to 1000, or empty"),
+    ],
+)
+def test_a_refused_deck_limit_shows_the_page_again_with_the_typed_value_and_focus(
+    client, user, namespace, decks, deck, typed, words
+):
+    """A refused value redirected back with a message at the top: the typed value was lost
+    and the focus left on the page. Now the page comes back with the error on the deck's
+    field, its value kept and the autofocus there (only there), nothing written; under htmx
+    the same section alone."""
+    client.force_login(user)
+    url = f"/review/decks/{namespace.slug}/"
+    review_services.deck_options_set(namespace=namespace, deck="nouns", new_cards_per_day=1)
+    answer = client.post(url, {"deck": deck, "new_cards_per_day": typed})
+    assert answer.status_code == 200
+    body = answer.content.decode()
+    row = body[body.index(f'<tr data-deck="{deck}">') :]
+    row = row[: row.index("</tr>")]
+    assert words in row and f'value="{typed}"' in row
+    assert body.count("autofocus") == 1 and "autofocus" in row
+    field = answer.context["rows"][[r["stats"].deck for r in answer.context["rows"]].index(deck)]
+    assert field["form"].errors["new_cards_per_day"]
+    # Other rows keep their own values, nothing changed.
+    assert 'value="1"' in body[body.index('<tr data-deck="nouns">') :]
+    assert DeckOptions.objects.filter(topic=deck).count() == 0
+
+    htmx = client.post(url, {"deck": deck, "new_cards_per_day": typed}, HTTP_HX_REQUEST="true")
+    assert htmx.status_code == 200
+    assert htmx.content.decode().lstrip().startswith('<section id="decks"')
+    assert words in htmx.content.decode()
+
+
+def test_a_refused_deck_the_page_does_not_list_is_said_above_the_table(
+    client, user, namespace, decks
+):
+    client.force_login(user)
+    url = f"/review/decks/{namespace.slug}/"
+    answer = client.post(url, {"deck": "x" * 101, "new_cards_per_day": "2"})
+    assert answer.status_code == 200
+    assert "A deck is a topic of at most 100 characters" in answer.content.decode()
+    assert not DeckOptions.objects.exists()
 
 
 def test_another_users_deck_options_page_answers_404(client, other_user, namespace):
