@@ -304,7 +304,7 @@ def _detail_page(
             .select_related("subject", "object")
         ),
         "session": session_turns(memory),
-        "superseded_by": (superseded_by(memory, ceiling=ceiling) if memory.is_superseded else None),
+        "superseded_by": _visible_successor(memory, scope),
         "near_duplicates": near_duplicates_of(memory, ceiling=ceiling),
         # Only a live memory with no end of validity is offered its group (the service
         # refuses a forgotten or superseded one).
@@ -315,6 +315,17 @@ def _detail_page(
         "now": now,
     }
     return render_page(request, "memories/memory_detail.html", context)
+
+
+def _visible_successor(memory: Memory, scope: Scope) -> int | None:
+    """The id of the memory that superseded this one when the viewer may see it, else None
+    (the page then says "superseded" with no link)."""
+    if not memory.is_superseded:
+        return None
+    successor = superseded_by(memory, ceiling=scope.ceiling)
+    if successor is None or not scope.memories().filter(pk=successor).exists():
+        return None
+    return successor
 
 
 LET_GO_REASON = "let go: about to be forgotten"

@@ -288,14 +288,6 @@ def review_start(request: HttpRequest) -> HttpResponse:
     return see_other(reverse("review-session", args=[session.pk]))
 
 
-FRONT_LABELS = {
-    "cue": "Your cue",
-    "cloze": "Cloze",
-    "first_line": "First line",
-    "topic": "Topic",
-}
-
-
 def _card_context(
     card: Card, namespace: Namespace, now: datetime, *, practice: bool = False
 ) -> dict[str, Any]:
@@ -308,7 +300,7 @@ def _card_context(
         "memory": card.memory,
         "payload": payload,
         "front": front,
-        "front_label": FRONT_LABELS[front.kind],
+        "front_label": front.label,
         "practice": practice,
         # When the card was shown (epoch ms): the grade's answer time is measured from it.
         "shown_at": int(now.timestamp() * 1000),

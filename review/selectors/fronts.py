@@ -17,6 +17,14 @@ from review.cloze import Segment, cloze, content_words
 
 FIRST_LINE_CHARS = 120
 
+# The badge of each kind of front, in review and on a memory's page.
+FRONT_LABELS = {
+    "cue": "Your cue",
+    "cloze": "Cloze",
+    "first_line": "First line",
+    "topic": "Topic",
+}
+
 
 @dataclass(frozen=True)
 class Front:
@@ -27,6 +35,11 @@ class Front:
     question: str
     segments: tuple[Segment, ...] = ()
     answer: tuple[Segment, ...] = field(default=())
+
+    @property
+    def label(self) -> str:
+        """What the badge on the card says its front is."""
+        return FRONT_LABELS[self.kind]
 
     @property
     def answers(self) -> list[str]:

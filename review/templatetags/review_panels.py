@@ -13,6 +13,7 @@ from django.db.models import Count
 
 from memories.models import Memory, Namespace
 from review.models import Card, ReviewLog
+from review.selectors.fronts import card_front
 
 register = template.Library()
 
@@ -32,6 +33,8 @@ def memory_schedule(context: template.Context, memory: Memory, now: datetime) ->
     request = context.get("request")
     return {
         "card": card,
+        # The question review asks: its cue, else the namespace's kind of front.
+        "front": card_front(memory, memory.namespace) if card else None,
         "reviews": reviews,
         "now": now,
         "csrf_token": context.get("csrf_token"),

@@ -250,6 +250,73 @@ def test_a_memory_ended_by_hand_names_no_successor(ada_client, deadlines):
     assert "Superseded on " in body and "by <a" not in body.split("Superseded on ")[1][:200]
 
 
+def _states(body: str, where: str) -> list[str]:
+    """The data-state badges in the part of the page after `where`'s first match."""
+    part = body[body.index(where) :]
+    part = part[: part.index("</h1>")] if where == "<h1>" else part[: part.index("</tr>")]
+    return re.findall(r'data-state="([a-z]+)"', part)
+
+
+@pytest.mark.parametrize(
+    ("status", "storage", "superseded", "expected"),
+    [
+        ("active", "hot", False, ["active"]),
+        ("active", "hot", True, ["superseded"]),
+        ("promoted", "hot", True, ["superseded"]),
+        ("promoted", "cold", False, ["promoted", "cold"]),
+        ("forgotten", "hot", True, ["forgotten", "superseded"]),
+        ("forgotten", "hot", False, ["forgotten"]),
+        ("archived", "cold", False, ["archived"]),
+    ],
+)
+def test_the_memory_page_and_list_show_its_real_state(
+    ada_client, deadlines, status, storage, superseded, expected
+):
+    """A superseded memory showed an "Active" badge on its page: its status without its
+    validity. Every status, cold storage and an ended validity are said the same way on the
+    page and on the list (templates/memories/_status.html)."""
+    old, new = deadlines
+    if superseded:
+        services.memories_supersede(new=new, old=[old])
+    Memory.objects.filter(pk=old.pk).update(status=status, storage=storage)
+    body = ada_client.get(reverse("memory-detail", args=[old.pk])).content.decode()
+    assert _states(body, "<h1>") == expected
+    heading = body[body.index("<h1>") : body.index("</h1>")]
+    successor = f'<a href="{reverse("memory-detail", args=[new.pk])}">memory #{new.pk}</a>'
+    assert (successor in heading) is superseded
+    listed = ada_client.get(reverse("memory-list"), {"status": "any", "include_superseded": "on"})
+    listed = listed.content.decode()
+    assert _states(listed, f'href="{reverse("memory-detail", args=[old.pk])}"') == expected
+
+
+def test_a_successor_the_viewer_cannot_see_is_not_linked(ada_client, deadlines):
+    old, new = deadlines
+    services.memories_supersede(new=new, old=[old])
+    Memory.objects.filter(pk=new.pk).delete()  # purged: nothing to link to
+    body = ada_client.get(reverse("memory-detail", args=[old.pk])).content.decode()
+    heading = body[body.index("<h1>") : body.index("</h1>")]
+    assert _states(body, "<h1>") == ["superseded"] and "<a " not in heading
+
+
+@pytest.mark.parametrize(
+    ("cue", "kind", "shown"),
+    [
+        ("When is the release?", "cue", "When is the release?"),
+        ("", "first_line", "release: The release deadline is May 5"),
+    ],
+)
+def test_the_memory_page_shows_what_its_card_asks(ada_client, deadlines, cue, kind, shown):
+    """The review schedule showed the card's dates but not its front, the question review
+    asks (review.selectors.card_front: the cue, else the namespace's kind of front)."""
+    old, _ = deadlines
+    old.namespace.card_front = Namespace.CardFront.FIRST_LINE
+    old.namespace.save(update_fields=["card_front"])
+    services.memory_update(memory=old, changes={"cue": cue})
+    body = ada_client.get(reverse("memory-detail", args=[old.pk])).content.decode()
+    asks = re.search(r'<dd class="card-front" data-card-front="([a-z_]+)">(.*?)</dd>', body, re.S)
+    assert asks is not None and asks.group(1) == kind and shown in asks.group(2)
+
+
 @pytest.mark.parametrize("case", ["itself", "cycle", "other namespace", "later", "not a number"])
 def test_a_refused_supersede_says_why_and_writes_nothing(
     ada_client, user, personal, deadlines, nothing_written, case
