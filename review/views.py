@@ -49,7 +49,9 @@ from review.selectors.browser import (
     CARD_SORTS,
     CARD_STATES,
     LEECH,
+    NO_TOPIC_DECK,
     browser_cards,
+    browser_deck_param,
     browser_decks,
     browser_page_source,
 )
@@ -745,12 +747,20 @@ class CardBrowserForm(DashboardForm):
             ("", "All namespaces"),
             *((ns.slug, ns.name) for ns in namespaces),
         ]
-        # The "(no topic)" deck has no value of its own here: "" is every deck.
-        self.fields["deck"].choices = [("", "All decks"), *((d, d) for d in decks if d)]
+        # "" is every deck here (the select's first choice), so the "(no topic)" deck has a
+        # value of its own (NO_TOPIC_DECK), as the deck lists' links name it.
+        self.fields["deck"].choices = [
+            ("", "All decks"),
+            *((browser_deck_param(d), d or NO_TOPIC_DECK) for d in decks),
+        ]
 
     def filters(self) -> dict[str, Any]:
+        """The valid filters; `deck` is a topic, "" the "(no topic)" deck."""
         self.is_valid()
-        return {name: value for name, value in self.cleaned_data.items() if value}
+        found = {name: value for name, value in self.cleaned_data.items() if value}
+        if found.get("deck") == NO_TOPIC_DECK:
+            found["deck"] = ""
+        return found
 
 
 def _card_interval(card: Card) -> str:

@@ -129,6 +129,16 @@ def browser_cards(
     return cards
 
 
+# The "(no topic)" deck's value in the card browser's query string and deck filter: there
+# "" (the select's "All decks") means every deck, as an absent deck does in the API.
+NO_TOPIC_DECK = "(no topic)"
+
+
+def browser_deck_param(deck: str) -> str:
+    """The browser's `deck` value that names this deck (a topic; "" the no-topic deck)."""
+    return deck or NO_TOPIC_DECK
+
+
 def browser_decks(cards: QuerySet[Card]) -> list[str]:
     """The decks (topics) of these cards, in order, in one query."""
     return list(cards.order_by("memory__topic").values_list("memory__topic", flat=True).distinct())

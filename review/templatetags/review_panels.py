@@ -7,12 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from django import template
 from django.db.models import Count
+from django.urls import reverse
 
 from memories.models import Memory, Namespace
 from review.models import Card, ReviewLog
+from review.selectors.browser import browser_deck_param
 from review.selectors.fronts import card_front
 
 register = template.Library()
@@ -66,3 +69,11 @@ def card_counts(namespaces: Iterable[Namespace]) -> dict[int, int]:
 @register.simple_tag
 def card_count(counts: dict[int, int], namespace: Namespace) -> int:
     return counts.get(namespace.pk, 0)
+
+
+@register.simple_tag
+def deck_cards_url(namespace_slug: str, deck: str) -> str:
+    """The card browser filtered to one deck of a namespace ("" is the "(no topic)" deck),
+    as every deck list links it."""
+    query = urlencode({"namespace": namespace_slug, "deck": browser_deck_param(deck)})
+    return f"{reverse('card-browser')}?{query}"

@@ -4,6 +4,7 @@ and nothing of another user's or above the ceiling."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -146,6 +147,37 @@ def test_it_filters_by_namespace_and_deck(ada_client, user, deck):
     assert set(both) == {"A card in review.", "An overdue card."}
     # A bad value in one filter leaves the others working.
     assert set(shown(ada_client.get(URL, {"deck": "art", "state": "nope"}))) == art
+
+
+@pytest.mark.parametrize("page", ["review-index", "cram-index", "home", "deck-options"])
+def test_each_deck_lists_link_lands_on_exactly_its_cards_no_topic_too(
+    ada_client, user, deck, personal, page
+):
+    """The card browser had no way to show the "(no topic)" deck ("" was every deck), and
+    no deck list linked to the browser. Each deck's name on the home, review, cram and deck
+    options pages now opens the browser filtered to exactly that deck's cards, the deck
+    without a topic too; its filter offers the deck by name."""
+    loose = {card(personal, f"Loose fact {i}.", topic="").memory.content for i in range(2)}
+    other = services.namespace_create(owner=user, name="Other", mode=Namespace.Mode.PERSONAL)
+    card(other, "Loose elsewhere.", topic="")
+    url = reverse(page, args=[personal.slug]) if page == "deck-options" else reverse(page)
+    body = ada_client.get(url).content.decode()
+    rows = body[body.index('data-namespace="personal"') :] if page != "deck-options" else body
+    row = rows[rows.index('<tr data-deck="">') :]
+    link = re.search(r'<a href="([^"]+)"', row).group(1).replace("&amp;", "&")
+    assert link.startswith(URL)
+    landed = ada_client.get(link)
+    assert set(shown(landed)) == loose
+    select = landed.content.decode().split('name="deck"')[1].split("</select>")[0]
+    assert re.search(r'<option value="[^"]*" selected>\(no topic\)</option>', select)
+    # A topic's link still lands on that topic alone; "" (All decks) is every deck.
+    geo = rows[rows.index('<tr data-deck="geo">') :]
+    geo_link = re.search(r'<a href="([^"]+)"', geo).group(1).replace("&amp;", "&")
+    assert set(shown(ada_client.get(geo_link))) == {
+        c.memory.content for c in deck.values() if c.memory.topic == "geo"
+    }
+    everything = shown(ada_client.get(URL, {"namespace": "personal", "deck": ""}))
+    assert loose < set(everything) and len(everything) == len(deck) + 2
 
 
 def test_it_sorts_by_due_ease_lapses_and_score(ada_client, deck):
