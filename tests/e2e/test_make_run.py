@@ -106,14 +106,14 @@ def test_make_run_serves_the_demo_login_and_runs_the_worker(fresh_database_url, 
         # Log in through the real login page, as a browser would.
         jar = http.cookiejar.CookieJar()
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-        page = opener.open(f"{base}/accounts/login/?next=/admin/").read().decode()
+        page = opener.open(f"{base}/accounts/login/?next=/").read().decode()
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
         form = urllib.parse.urlencode(
             {
                 "csrfmiddlewaretoken": token,
                 "username": login.group(1),
                 "password": login.group(2),
-                "next": "/admin/",
+                "next": "/",
             }
         ).encode()
         request = urllib.request.Request(
@@ -121,8 +121,11 @@ def test_make_run_serves_the_demo_login_and_runs_the_worker(fresh_database_url, 
         )
         response = opener.open(request)
         assert response.status == 200
-        assert response.url == f"{base}/admin/"
-        assert "Site administration" in response.read().decode()
+        assert response.url == f"{base}/"
+        # The published demo password opens the dashboard, never the admin.
+        admin = opener.open(f"{base}/admin/")
+        assert admin.url.startswith(f"{base}/admin/login/")
+        assert "Site administration" not in admin.read().decode()
         # The same server serves the static files and MCP, whose 401 says where to start.
         assert urllib.request.urlopen(f"{base}/static/css/engram.css").status == 200
         mcp = urllib.request.Request(

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import io
 
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -64,3 +65,18 @@ def test_the_demos_buttons_each_give_their_own_interval(db):
         preview = scheduler_for(personal).preview(card_state(card), now=now)
         shown = {preview[button] for button in preview if button.name != "AGAIN"}
         assert len(shown) >= distinct, preview
+
+
+def test_the_demo_account_is_an_ordinary_user_the_admin_refuses(db, client):
+    """Its password is published (make run prints it): it must not open the admin, and an
+    account seeded as a superuser before is demoted on the next run."""
+    User = get_user_model()
+    User.objects.create_user("demo", password="engram-demo-2026", is_staff=True, is_superuser=True)
+    call_command("seed_demo", stdout=io.StringIO())
+    demo = User.objects.get(username="demo")
+    assert (demo.is_staff, demo.is_superuser) == (False, False)
+    assert demo.check_password("engram-demo-2026")
+    client.force_login(demo)
+    response = client.get("/admin/")
+    assert response.status_code == 302 and response.url.startswith("/admin/login/")
+    assert client.get("/").status_code == 200

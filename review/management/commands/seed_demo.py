@@ -412,12 +412,17 @@ class Command(BaseCommand):
     def _user(self, password: str):
         User = get_user_model()
         user, created = User.objects.get_or_create(
-            username=DEMO_USERNAME,
-            defaults={"email": "demo@example.com", "is_staff": True, "is_superuser": True},
+            username=DEMO_USERNAME, defaults={"email": "demo@example.com"}
         )
         if created:
             user.set_password(password)
             user.save(update_fields=["password"])
+        # The demo's password is published: it opens the dashboard, never the admin (an
+        # account seeded before this rule is demoted). `manage.py createsuperuser` makes
+        # an administrator.
+        if user.is_staff or user.is_superuser:
+            user.is_staff = user.is_superuser = False
+            user.save(update_fields=["is_staff", "is_superuser"])
         return user, created
 
     @transaction.atomic
