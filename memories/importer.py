@@ -518,6 +518,12 @@ class _Importer:
             if data["classification"] > data["ends"]:
                 raise_to[data["classification"]].append(pair)
         self.not_written("association", len(self.links) - len(rows))
+        # Supersession's one rule (services.supersedes_cycles): no cycle of replacements,
+        # through the stored links, the file's earlier ones and this chunk's.
+        replacing = [(line, a) for line, a in rows if a.kind == services.SUPERSEDES]
+        cycles = services.supersedes_cycles([(a.source_id, a.target_id) for _, a in replacing])
+        if cycles:
+            raise ImportFailed(replacing[cycles[-1]][0], [f"target: {services.SUPERSEDE_CYCLE}"])
         self.write(rows)
         # A link written while an end was more sensitive keeps that level (the insert's
         # trigger gave it its ends' levels now): one UPDATE per level, at most four.

@@ -78,7 +78,8 @@ from memories.services.near_duplicates import (
     near_index_pending,
 )
 from memories.services.sessions import session_links_create
-from memories.services.supersede import memories_supersede
+from memories.services.supersede import CYCLE as SUPERSEDE_CYCLE
+from memories.services.supersede import SUPERSEDES, memories_supersede, supersedes_cycles
 from memories.services.tokens import (
     TOKEN_PREFIX_BYTES,
     TOKEN_SECRET_BYTES,
@@ -101,6 +102,8 @@ __all__ = [
     "SERVER_FIELDS",
     "SNAPSHOT_FIELDS",
     "STRENGTH_BOOST_FACTOR",
+    "SUPERSEDES",
+    "SUPERSEDE_CYCLE",
     "TEXT_FIELDS",
     "TOKEN_PREFIX_BYTES",
     "TOKEN_SECRET_BYTES",
@@ -146,6 +149,7 @@ __all__ = [
     "near_index_pending",
     "relation_create",
     "session_links_create",
+    "supersedes_cycles",
     "token_create",
     "token_hash",
     "token_revoke",

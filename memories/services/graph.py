@@ -7,17 +7,21 @@ from django.db import IntegrityError, transaction
 
 from config.dberrors import unique_or
 from memories.models import Association, Classification, Entity, Memory, Namespace, Relation
+from memories.services.supersede import CYCLE, SUPERSEDES, supersedes_cycles
 from memories.text import fold
 
 
 def association_create(
     *, source: Memory, target: Memory, weight: float = 0.5, kind: str = "related"
 ) -> Association:
-    """Link two memories of one namespace."""
+    """Link two memories of one namespace; a `supersedes` link that would close a cycle
+    of replacements is refused (supersedes_cycles, as every supersession)."""
     if source.namespace_id != target.namespace_id:
         raise ValidationError({"target": "Both memories must be in the same namespace."})
     if source.pk == target.pk:
         raise ValidationError({"target": "A memory cannot be linked to itself."})
+    if kind == SUPERSEDES and supersedes_cycles([(source.pk, target.pk)]):
+        raise ValidationError({"target": CYCLE})
     linked = "These memories are already linked."
     if Association.objects.filter(source=source, target=target).exists():
         raise ValidationError({"target": linked})

@@ -31,8 +31,8 @@ def memories_supersede(*, new: Memory, old: Sequence[Memory], actor=None, source
             raise ValidationError({"supersedes": "A memory cannot supersede itself."})
         if memory.namespace_id != new.namespace_id:
             raise ValidationError({"supersedes": "Must be a memory of the same namespace."})
-    if _replaces(old, new):
-        raise ValidationError({"supersedes": "That would make a cycle of replacements."})
+    if supersedes_cycles([(new.pk, memory.pk) for memory in old]):
+        raise ValidationError({"supersedes": CYCLE})
     # The replacement must itself be a fact in force: replaced by a forgotten memory (or one
     # no longer valid), a fact would leave recall with nothing in its place.
     if old and new.status not in LIVE_STATUSES:
@@ -128,20 +128,37 @@ def validity_end(
     return ended
 
 
-def _replaces(old: list[Memory], new: Memory) -> bool:
-    """Whether `new` is among what the memories `old` replace, down any chain of
-    'supersedes' links: one recursive query (UNION stops at a cycle already stored)."""
+CYCLE = "That would make a cycle of replacements."
+
+
+def supersedes_cycles(pairs: Sequence[tuple[int, int]]) -> list[int]:
+    """The validator every path that adds 'supersedes' links runs before writing them
+    (memories_supersede: the API, bulk, MCP, dashboard; association_create; the import):
+    the indexes of the new (source, target) pairs that would lie on a cycle of
+    replacements, self-supersession included, through the stored links and the other new
+    pairs. One recursive query (UNION stops at a cycle already stored)."""
+    pairs = [(int(a), int(b)) for a, b in pairs]
+    if not pairs:
+        return []
     table = connection.ops.quote_name(Association._meta.db_table)
-    marks = ", ".join(["%s"] * len(old))
-    sql = f"""
-    WITH RECURSIVE replaced(id) AS (
-        SELECT target_id FROM {table} WHERE kind = %s AND source_id IN ({marks})
-        UNION
-        SELECT a.target_id FROM {table} a JOIN replaced r ON a.source_id = r.id
-        WHERE a.kind = %s
+    values = ", ".join(
+        ["(CAST(%s AS BIGINT), CAST(%s AS BIGINT), CAST(%s AS BIGINT))"] * len(pairs)
     )
-    SELECT 1 FROM replaced WHERE id = %s LIMIT 1
+    sql = f"""
+    WITH RECURSIVE added(n, source_id, target_id) AS (VALUES {values}),
+    edges(source_id, target_id) AS (
+        SELECT source_id, target_id FROM {table} WHERE kind = %s
+        UNION SELECT source_id, target_id FROM added
+    ),
+    reached(n, id) AS (
+        SELECT n, target_id FROM added
+        UNION
+        SELECT r.n, e.target_id FROM edges e JOIN reached r ON e.source_id = r.id
+    )
+    SELECT DISTINCT r.n FROM reached r JOIN added a ON a.n = r.n AND a.source_id = r.id
+    ORDER BY r.n
     """
+    params: list = [v for n, (a, b) in enumerate(pairs) for v in (n, a, b)]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [SUPERSEDES, *(m.pk for m in old), SUPERSEDES, new.pk])
-        return cursor.fetchone() is not None
+        cursor.execute(sql, [*params, SUPERSEDES])
+        return [row[0] for row in cursor.fetchall()]

@@ -198,3 +198,36 @@ def test_a_hidden_superseding_memory_stays_out_of_the_old_one_s_history(
     assert "superseded_by" not in event["after"] and "valid_until" not in event["after"]
     links = low.get("/api/v1/associations", {"memory": old.pk}).json()["results"]
     assert links == []
+
+
+def test_every_path_adding_supersedes_links_refuses_a_cycle(writer, namespace, nothing_written):
+    """The links API (and MCP's link tool, which calls it) runs the supersede validator too:
+    a 'supersedes' link closing a cycle of replacements is a 400 on target, of any length."""
+    first = create(writer, namespace, "Step one.").json()
+    second = create(writer, namespace, "Step two.", supersedes=[first["id"]]).json()
+    third = create(writer, namespace, "Step three.", supersedes=[second["id"]]).json()
+    for source in (second, third):
+        with nothing_written():
+            response = writer.post(
+                "/api/v1/associations",
+                {"source": first["id"], "target": source["id"], "kind": "supersedes"},
+                format="json",
+            )
+        assert response.status_code == 400, response.json()
+        assert response.json()["error"]["fields"] == {
+            "target": ["That would make a cycle of replacements."]
+        }
+    # Any other kind of link between them is fine, and so is a supersedes link onward.
+    related = writer.post(
+        "/api/v1/associations",
+        {"source": first["id"], "target": third["id"], "kind": "related"},
+        format="json",
+    )
+    assert related.status_code == 201, related.json()
+    onward = create(writer, namespace, "Step zero.").json()
+    forward = writer.post(
+        "/api/v1/associations",
+        {"source": first["id"], "target": onward["id"], "kind": "supersedes"},
+        format="json",
+    )
+    assert forward.status_code == 201, forward.json()

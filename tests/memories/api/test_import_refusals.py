@@ -185,6 +185,19 @@ def _insert(line: int, record: Any) -> Callable[[list], list]:
     return mutate
 
 
+def _chain(*pairs: tuple[int, int]) -> Callable[[list], list]:
+    """Line 5 and the lines after it: 'supersedes' links of these (source, target) pairs."""
+
+    def mutate(records: list) -> list:
+        records[4].update(source=pairs[0][0], target=pairs[0][1], kind="supersedes")
+        for offset, (source, target) in enumerate(pairs[1:], start=6):
+            link = {"type": "association", "source": source, "target": target}
+            records = _insert(offset, {**link, "kind": "supersedes"})(records)
+        return records
+
+    return mutate
+
+
 def _deep(depth: int) -> Any:
     value: Any = "x"
     for _ in range(depth):
@@ -253,6 +266,25 @@ CASES = [
     ),
     ("self-link", _set(5, target=11), 5, "target: A memory cannot be linked to itself"),
     ("a link twice", _insert(6, {"type": "association", "source": 11, "target": 12}), 6, "linked"),
+    # Supersession cycles (services.supersedes_cycles): the line closing one is named.
+    (
+        "self-supersession",
+        _set(5, target=11, kind="supersedes"),
+        5,
+        "target: A memory cannot be linked to itself",
+    ),
+    (
+        "a two-memory supersedes cycle",
+        _chain((11, 12), (12, 11)),
+        6,
+        "target: That would make a cycle of replacements",
+    ),
+    (
+        "a three-memory supersedes cycle",
+        _chain((11, 12), (12, 13), (13, 11)),
+        7,
+        "target: That would make a cycle of replacements",
+    ),
     (
         "a relation twice",
         _insert(
