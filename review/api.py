@@ -203,6 +203,13 @@ class SessionOutput(serializers.Serializer):
     score = serializers.DictField(required=False)
 
 
+class SessionStartOutput(SessionOutput):
+    resumed = serializers.BooleanField(
+        help_text="True (status 200): your open session of this namespace and deck started "
+        "today, picked up as it stands (limit unused); false (201): a new session."
+    )
+
+
 class AgentReinforcementOutput(serializers.Serializer):
     simulated = serializers.IntegerField(help_text="The simulated recall worker's grades")
     implicit = serializers.IntegerField(help_text="Agents' recalls of due memories")
@@ -506,16 +513,17 @@ class CardUndoView(APIView):
 class SessionStartView(APIView):
     @extend_schema(
         request=SessionStartInput,
-        responses={201: SessionOutput},
+        responses={201: SessionStartOutput, 200: SessionStartOutput},
         tags=["review"],
-        summary="Start a study session over today's queue (all decks or one)",
+        summary="Start a study session over today's queue (all decks or one), or pick up "
+        "the open one",
     )
     def post(self, request: Request) -> Response:
         scope = Scope.of(request)
         data = SessionStartInput(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        session = services.study_session_start(
+        session, resumed = services.study_session_begin(
             namespace=scope.namespace(d["namespace"]),
             tz=_tz(d.get("tz")),
             user=request.user,
@@ -523,7 +531,12 @@ class SessionStartView(APIView):
             limit=d["limit"],
             ceiling=scope.ceiling,
         )
-        return Response(_session_payload(session, scope), status=status.HTTP_201_CREATED)
+        # The open session of this scope started today is picked up (200, resumed), as
+        # the dashboard's "Study all" does; a new one is a 201.
+        return Response(
+            {**_session_payload(session, scope), "resumed": resumed},
+            status=status.HTTP_200_OK if resumed else status.HTTP_201_CREATED,
+        )
 
 
 class SessionDetailView(APIView):

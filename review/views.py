@@ -266,27 +266,24 @@ def review_index(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def review_start(request: HttpRequest) -> HttpResponse:
-    """Snapshot today's queue (all decks or one) into a new study session."""
+    """Snapshot today's queue (all decks or one) into a new study session, or pick up the
+    open one of that scope started today (services.study_session_begin)."""
     picked = _start(request)
     if picked is None:
         messages.error(request, "Choose a namespace to study.")
         return see_other(reverse("review-index"))
     namespace, deck = picked
     now = timezone.now()
-    session = services.study_session_open(
-        namespace=namespace, user=request.user, deck=deck, tz=user_tz(), now=now
+    session, resumed = services.study_session_begin(
+        namespace=namespace,
+        tz=user_tz(),
+        user=request.user,
+        deck=deck,
+        now=now,
+        ceiling=Scope.of(request).ceiling,
     )
-    if session is not None:
+    if resumed:
         messages.info(request, "Picked up where you left off: this session was started today.")
-    else:
-        session = services.study_session_start(
-            namespace=namespace,
-            tz=user_tz(),
-            user=request.user,
-            deck=deck,
-            now=now,
-            ceiling=Scope.of(request).ceiling,
-        )
     return see_other(reverse("review-session", args=[session.pk]))
 
 

@@ -59,6 +59,7 @@ from review.services.optimize import (
 from review.services.sessions import (
     DEFAULT_SESSION_LIMIT,
     SESSION_PASS_QUALITY,
+    study_session_begin,
     study_session_finish,
     study_session_grade,
     study_session_open,
@@ -108,6 +109,7 @@ __all__ = [
     "namespace_fsrs_reset",
     "namespace_optimize",
     "optimize_reviews",
+    "study_session_begin",
     "study_session_finish",
     "study_session_grade",
     "study_session_open",

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from config.db import lock_keys
 from memories.models import Memory, Namespace
 from review.models import Card, ReviewLog, StudySession, StudySessionItem
 from review.selectors import local_day_bounds, review_queue
@@ -91,6 +92,35 @@ def study_session_open(
     )
 
 
+@transaction.atomic
+def study_session_begin(
+    *,
+    namespace: Namespace,
+    tz: ZoneInfo,
+    user: Any = None,
+    deck: str | None = None,
+    limit: int = DEFAULT_SESSION_LIMIT,
+    now: datetime | None = None,
+    ceiling: int | None = None,
+) -> tuple[StudySession, bool]:
+    """Study a scope (namespace and deck, None: every deck): the person's open session of
+    it started today when there is one (True: picked up), else a new one (False). The one
+    rule for every path (dashboard, API): a second press never opens a second session
+    queueing the same cards. Two starts at once take turns on a lock per person and scope
+    (PostgreSQL advisory lock; SQLite writes one transaction at a time), so the second
+    finds the session the first opened."""
+    now = now or timezone.now()
+    lock_keys([f"study-session:{namespace.pk}:{getattr(user, 'pk', None)}:{deck!r}"])
+    session = study_session_open(namespace=namespace, user=user, deck=deck, tz=tz, now=now)
+    if session is not None:
+        return session, True
+    session = study_session_start(
+        namespace=namespace, tz=tz, user=user, deck=deck, limit=limit, now=now, ceiling=ceiling
+    )
+    return session, False
+
+
+@transaction.atomic
 def study_session_start(
     *,
     namespace: Namespace,

@@ -780,3 +780,31 @@ def test_deck_empty_is_the_no_topic_deck_on_every_route(person, namespace, deck)
     cram = person.post("/api/v1/review/cram", {"namespace": ns, "deck": ""}, format="json")
     assert cram.status_code == 201, cram.json()
     assert (cram.json()["deck"], cram.json()["total"]) == ("", 1)
+
+
+# --- One open study session per person and scope (the dashboard's rule) ------------------
+
+
+def test_starting_a_session_again_picks_up_the_open_one(person, namespace, deck):
+    first = person.post("/api/v1/review/sessions", {"namespace": namespace.slug}, format="json")
+    assert first.status_code == 201 and first.json()["resumed"] is False
+    card = first.json()["next_card"]["id"]
+    person.post(
+        f"/api/v1/review/sessions/{first.json()['id']}/grade",
+        {"card": card, "grade": "easy"},
+        format="json",
+    )
+    again = person.post("/api/v1/review/sessions", {"namespace": namespace.slug}, format="json")
+    assert again.status_code == 200, again.json()
+    body = again.json()
+    assert (body["id"], body["resumed"], body["done"]) == (first.json()["id"], True, 1)
+    # Another scope (one deck) is a session of its own; once finished, a new one opens.
+    facts = person.post(
+        "/api/v1/review/sessions", {"namespace": namespace.slug, "deck": "facts"}, format="json"
+    )
+    assert facts.status_code == 201 and facts.json()["id"] != body["id"]
+    person.post(f"/api/v1/review/sessions/{body['id']}/finish")
+    new = person.post("/api/v1/review/sessions", {"namespace": namespace.slug}, format="json")
+    assert new.status_code == 201 and new.json()["id"] not in (body["id"], facts.json()["id"])
+    assert StudySession.objects.filter(namespace=namespace, deck=None).count() == 2
+    assert StudySession.objects.filter(status=StudySession.Status.ACTIVE, deck=None).count() == 1

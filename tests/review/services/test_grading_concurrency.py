@@ -149,3 +149,27 @@ def test_implicit_grades_of_one_card_from_simultaneous_recalls_apply_once():
     assert logs.count() == len(implicit) + isinstance(human, ReviewLog)
     assert logs.count() >= 1
     assert_card_matches_its_log(card.pk)
+
+
+def test_two_simultaneous_session_starts_open_one_session():
+    """The API and the dashboard start through study_session_begin: two presses at once
+    take turns on its lock, and the second picks up the session the first opened."""
+    from zoneinfo import ZoneInfo
+
+    from review.models import StudySession
+    from review.services import study_session_begin
+
+    card = make_due_card("fsrs")
+    namespace, owner = card.memory.namespace, card.memory.namespace.owner
+    for _ in range(3):
+        StudySession.objects.filter(namespace=namespace).delete()
+        results = run_together(
+            [
+                lambda: study_session_begin(namespace=namespace, user=owner, tz=ZoneInfo("UTC"))
+                for _ in range(4)
+            ]
+        )
+        assert not [r for r in results if isinstance(r, Exception)], results
+        assert len({session.pk for session, _ in results}) == 1
+        assert sorted(resumed for _, resumed in results) == [False, True, True, True]
+        assert StudySession.objects.filter(namespace=namespace).count() == 1
