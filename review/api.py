@@ -451,7 +451,7 @@ class CardSuspendView(APIView):
 
     @extend_schema(
         request=UnsuspendInput,
-        responses=CardStateOutput,
+        responses={200: CardStateOutput},
         tags=["review"],
         summary="Unsuspend a card (clear_leech: also drop its leech tag and lapses)",
     )
@@ -487,7 +487,7 @@ class CardBuryView(APIView):
         return _card_state_response(card)
 
     @extend_schema(
-        request=None, responses=CardStateOutput, tags=["review"], summary="Unbury a card now"
+        request=None, responses={200: CardStateOutput}, tags=["review"], summary="Unbury a card now"
     )
     def delete(self, request: Request, pk: int) -> Response:
         require_no_body(request)

@@ -11,12 +11,14 @@ import http.server
 import inspect
 import io
 import json
+import re
 import socket
 import threading
 import time
 import typing
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +90,15 @@ def every_call() -> dict[str, ops.Call]:
         "review_queue": ops.review_queue("ns", "deck", 10, "UTC"),
         "grade": ops.grade(1, "good", 3),
         "undo": ops.undo(1),
+        "suspend": ops.suspend(1),
+        "unsuspend": ops.unsuspend(1, True),
+        "bury": ops.bury(1, datetime(2026, 1, 2, tzinfo=UTC), "UTC"),
+        "unbury": ops.unbury(1),
+        "decks": ops.decks("ns", "UTC"),
+        "set_deck": ops.set_deck("ns", "deck", 10, "UTC"),
+        "optimization": ops.optimization("ns"),
+        "optimize": ops.optimize("ns"),
+        "reset_optimization": ops.reset_optimization("ns"),
         "review_stats": ops.review_stats("ns", "deck", "UTC"),
         "start_session": ops.start_session("ns", "deck", 10, "UTC"),
         "session": ops.session(1),
@@ -234,16 +245,6 @@ NOT_IN_THE_CLIENT = {
     ("POST", "/tokens"): "as above",
     ("POST", "/tokens/{id}/revoke"): "as above",
     ("GET", "/schema"): "the schema itself",
-    ("GET", "/review/optimize"): "fitting FSRS is a person's tool (the dashboard's Optimize)",
-    ("POST", "/review/optimize"): "as above",
-    ("POST", "/review/optimize/reset"): "as above",
-    ("POST", "/review/cards/{id}/suspend"): "suspending and burying cards are a person's review"
-    " tools (the dashboard's card, memory page and bulk actions); agents grade or touch",
-    ("DELETE", "/review/cards/{id}/suspend"): "as above",
-    ("POST", "/review/cards/{id}/bury"): "as above",
-    ("DELETE", "/review/cards/{id}/bury"): "as above",
-    ("GET", "/review/decks"): "deck options are a person's settings (the dashboard's Deck options)",
-    ("PUT", "/review/decks"): "as above",
 }
 
 
@@ -269,6 +270,9 @@ def test_the_docs_list_every_operation_the_client_leaves_out():
         if f"`{method} {route}`" not in section
     ]
     assert missing == [], "docs/client.md's 'Not in the client' should name these"
+    # ...and names nothing the client offers now (the list kept in step both ways).
+    listed = set(re.findall(r"`(GET|POST|PUT|PATCH|DELETE) (/[^`]*)`", section))
+    assert listed == set(NOT_IN_THE_CLIENT), "docs/client.md lists these wrongly"
 
 
 def test_the_agreement_check_fails_when_a_route_or_field_is_renamed(schema):
@@ -317,8 +321,6 @@ def test_results_keep_fields_the_client_does_not_know():
 
 
 def test_a_naive_datetime_is_refused_before_anything_is_sent():
-    from datetime import datetime
-
     with pytest.raises(ValueError, match="naive"):
         ops.remember("ns", "text", {"created_at": datetime(2026, 1, 1)})
 
@@ -514,6 +516,55 @@ def secret(prepared_database) -> str:
     """A write token over all namespaces of a new user, who may create namespaces."""
     code = SEED.format(tag=uuid.uuid4().hex[:8])
     return manage(server_env(prepared_database), "shell", "--no-imports", "-c", code).split()[-1]
+
+
+@pytest.mark.slow
+def test_card_deck_and_optimize_methods_against_the_server(server, secret):
+    """suspend/unsuspend, bury/unbury, decks/set_deck, optimization/optimize/reset, and a
+    second start_session picking up the open session (200, resumed)."""
+    with Engram(server.url, secret) as client:
+        tag = uuid.uuid4().hex[:6]
+        ns = client.create_namespace(f"Cards {tag}", slug=f"cards-{tag}")
+        for i in range(2):
+            client.remember(ns.slug, f"Fact {i} of the deck", topic="facts")
+        card = client.review_queue(ns.slug).new[0]
+
+        suspended = client.suspend(card.id)
+        assert isinstance(suspended, m.CardState) and suspended.suspended_at is not None
+        assert card.id not in {c.id for c in client.review_queue(ns.slug).new}
+        assert client.unsuspend(card.id, clear_leech=True).suspended_at is None
+        later = datetime.now(UTC) + timedelta(days=3)
+        buried = client.bury(card.id, until=later)
+        assert buried.buried_until is not None and buried.buried_until > datetime.now(UTC)
+        assert client.unbury(card.id).buried_until is None
+        with pytest.raises(engram_client.NotFound):
+            client.suspend(10**9)
+
+        decks = client.decks(ns.slug, tz="UTC")
+        assert isinstance(decks.decks[0], m.Deck)
+        assert {d.deck: d.total for d in decks.decks} == {"facts": 2}
+        assert decks.decks[0].own_new_cards_per_day is None
+        changed = client.set_deck(ns.slug, "facts", 1)
+        assert changed.decks[0].own_new_cards_per_day == 1
+        assert changed.decks[0].new_cards_per_day == 1
+        assert client.set_deck(ns.slug, "facts", None).decks[0].own_new_cards_per_day is None
+        with pytest.raises(engram_client.InvalidInput) as refused:
+            client.set_deck(ns.slug, "facts", -1)
+        assert "new_cards_per_day" in refused.value.fields
+
+        state = client.optimization(ns.slug)
+        assert isinstance(state, m.Optimization)
+        assert (state.parameters, state.reviews, state.fit) == (None, 0, None)
+        assert state.min_reviews > 0
+        with pytest.raises(engram_client.InvalidInput) as too_few:
+            client.optimize(ns.slug)
+        assert "namespace" in too_few.value.fields
+        assert client.reset_optimization(ns.slug).parameters is None
+
+        first = client.start_session(ns.slug)
+        again = client.start_session(ns.slug)
+        assert again.id == first.id
+        assert (first.extra["resumed"], again.extra["resumed"]) == (False, True)
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
+from datetime import datetime
 from typing import IO, Any, Unpack
 
 import httpx
@@ -444,6 +445,47 @@ class AsyncEngram:
     async def undo(self, card_id: int) -> m.ReviewLog:
         """Undo a card's last grade."""
         return await self._send(ops.undo(card_id))
+
+    async def suspend(self, card_id: int) -> m.CardState:
+        """Suspend a card: review never shows it until it is unsuspended."""
+        return await self._send(ops.suspend(card_id))
+
+    async def unsuspend(self, card_id: int, *, clear_leech: bool | None = None) -> m.CardState:
+        """Unsuspend a card; `clear_leech` also drops its leech tag and lapses."""
+        return await self._send(ops.unsuspend(card_id, clear_leech))
+
+    async def bury(
+        self, card_id: int, *, until: datetime | None = None, tz: str | None = None
+    ) -> m.CardState:
+        """Leave a card out of review until `until` (default: the start of tomorrow in `tz`)."""
+        return await self._send(ops.bury(card_id, until, tz))
+
+    async def unbury(self, card_id: int) -> m.CardState:
+        """Bring a buried card back now."""
+        return await self._send(ops.unbury(card_id))
+
+    async def decks(self, namespace: str, *, tz: str | None = None) -> m.Decks:
+        """The namespace's decks with their counts and new cards per day."""
+        return await self._send(ops.decks(namespace, tz))
+
+    async def set_deck(
+        self, namespace: str, deck: str, new_cards_per_day: int | None, *, tz: str | None = None
+    ) -> m.Decks:
+        """Set a deck's own new cards per day; None clears it (the namespace's applies)."""
+        return await self._send(ops.set_deck(namespace, deck, new_cards_per_day, tz))
+
+    async def optimization(self, namespace: str) -> m.Optimization:
+        """The namespace's FSRS parameters and its last fit."""
+        return await self._send(ops.optimization(namespace))
+
+    async def optimize(self, namespace: str) -> m.Optimization:
+        """Fit FSRS parameters to your reviews in the namespace (a large fit runs in the
+        worker: `fit["status"]` is "queued"); too few reviews is a ValidationError."""
+        return await self._send(ops.optimize(namespace))
+
+    async def reset_optimization(self, namespace: str) -> m.Optimization:
+        """Schedule the namespace with fsrs's default parameters again."""
+        return await self._send(ops.reset_optimization(namespace))
 
     async def review_stats(
         self, namespace: str, *, deck: str | None = None, tz: str | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
 from typing import IO, Any, Unpack
 
 import httpx
@@ -433,6 +434,47 @@ class Engram:
     def undo(self, card_id: int) -> m.ReviewLog:
         """Undo a card's last grade."""
         return self._send(ops.undo(card_id))
+
+    def suspend(self, card_id: int) -> m.CardState:
+        """Suspend a card: review never shows it until it is unsuspended."""
+        return self._send(ops.suspend(card_id))
+
+    def unsuspend(self, card_id: int, *, clear_leech: bool | None = None) -> m.CardState:
+        """Unsuspend a card; `clear_leech` also drops its leech tag and lapses."""
+        return self._send(ops.unsuspend(card_id, clear_leech))
+
+    def bury(
+        self, card_id: int, *, until: datetime | None = None, tz: str | None = None
+    ) -> m.CardState:
+        """Leave a card out of review until `until` (default: the start of tomorrow in `tz`)."""
+        return self._send(ops.bury(card_id, until, tz))
+
+    def unbury(self, card_id: int) -> m.CardState:
+        """Bring a buried card back now."""
+        return self._send(ops.unbury(card_id))
+
+    def decks(self, namespace: str, *, tz: str | None = None) -> m.Decks:
+        """The namespace's decks with their counts and new cards per day."""
+        return self._send(ops.decks(namespace, tz))
+
+    def set_deck(
+        self, namespace: str, deck: str, new_cards_per_day: int | None, *, tz: str | None = None
+    ) -> m.Decks:
+        """Set a deck's own new cards per day; None clears it (the namespace's applies)."""
+        return self._send(ops.set_deck(namespace, deck, new_cards_per_day, tz))
+
+    def optimization(self, namespace: str) -> m.Optimization:
+        """The namespace's FSRS parameters and its last fit."""
+        return self._send(ops.optimization(namespace))
+
+    def optimize(self, namespace: str) -> m.Optimization:
+        """Fit FSRS parameters to your reviews in the namespace (a large fit runs in the
+        worker: `fit["status"]` is "queued"); too few reviews is a ValidationError."""
+        return self._send(ops.optimize(namespace))
+
+    def reset_optimization(self, namespace: str) -> m.Optimization:
+        """Schedule the namespace with fsrs's default parameters again."""
+        return self._send(ops.reset_optimization(namespace))
 
     def review_stats(
         self, namespace: str, *, deck: str | None = None, tz: str | None = None

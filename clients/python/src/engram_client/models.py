@@ -486,6 +486,58 @@ class ReviewStats:
 
 
 @dataclass(frozen=True)
+class CardState:
+    """A card's suspension, burial and leech state (CardStateOutput)."""
+
+    id: int
+    memory: int
+    suspended_at: datetime | None
+    buried_until: datetime | None
+    lapses: int
+    leech: bool
+    next_review: datetime | None
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class Deck:
+    """One deck (a topic; "" the untopiced memories) with its counts (DeckOutput)."""
+
+    deck: str
+    total: int
+    due_today: int
+    new: int
+    new_available_today: int
+    new_cards_per_day: int  # the limit in force
+    own_new_cards_per_day: int | None  # the deck's own; None: it inherits the namespace's
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class Decks:
+    """A namespace's decks and its new cards per day (DeckListOutput)."""
+
+    namespace: str
+    namespace_new_cards_per_day: int
+    decks: list[Deck]
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class Optimization:
+    """A namespace's FSRS parameters (None: fsrs's defaults), the caller's reviews a fit
+    would learn from, and the last fit as a dict (status, figures before and after;
+    OptimizeOutput, docs/review.md)."""
+
+    namespace: str
+    parameters: list[float] | None
+    reviews: int
+    min_reviews: int
+    fit: dict[str, Any] | None
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
 class StudySession:
     """A study or cram session as this caller may see it (SessionOutput)."""
 

@@ -512,6 +512,65 @@ def undo(card_id: int) -> Call:
     return Call("POST", "/review/cards/{id}/undo", {"id": card_id}, result=m.ReviewLog)
 
 
+def suspend(card_id: int) -> Call:
+    return Call("POST", "/review/cards/{id}/suspend", {"id": card_id}, result=m.CardState)
+
+
+def unsuspend(card_id: int, clear_leech: bool | None) -> Call:
+    return Call(
+        "DELETE",
+        "/review/cards/{id}/suspend",
+        {"id": card_id},
+        json=body(clear_leech=clear_leech),
+        result=m.CardState,
+    )
+
+
+def bury(card_id: int, until: datetime | None, tz: str | None) -> Call:
+    return Call(
+        "POST",
+        "/review/cards/{id}/bury",
+        {"id": card_id},
+        json=body(until=until, tz=tz),
+        result=m.CardState,
+    )
+
+
+def unbury(card_id: int) -> Call:
+    return Call("DELETE", "/review/cards/{id}/bury", {"id": card_id}, result=m.CardState)
+
+
+def decks(namespace: str, tz: str | None) -> Call:
+    return Call(
+        "GET", "/review/decks", {}, params=query({"namespace": namespace, "tz": tz}), result=m.Decks
+    )
+
+
+def set_deck(namespace: str, deck: str, new_cards_per_day: int | None, tz: str | None) -> Call:
+    # new_cards_per_day is sent even when None: null clears the deck's own limit.
+    fields = body(namespace=namespace, deck=deck, tz=tz)
+    fields["new_cards_per_day"] = new_cards_per_day
+    return Call("PUT", "/review/decks", {}, json=fields, result=m.Decks)
+
+
+def optimization(namespace: str) -> Call:
+    return Call(
+        "GET", "/review/optimize", {}, params=query({"namespace": namespace}), result=m.Optimization
+    )
+
+
+def optimize(namespace: str) -> Call:
+    return Call(
+        "POST", "/review/optimize", {}, json=body(namespace=namespace), result=m.Optimization
+    )
+
+
+def reset_optimization(namespace: str) -> Call:
+    return Call(
+        "POST", "/review/optimize/reset", {}, json=body(namespace=namespace), result=m.Optimization
+    )
+
+
 def review_stats(namespace: str, deck: str | None, tz: str | None) -> Call:
     return Call(
         "GET",
