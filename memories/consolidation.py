@@ -178,14 +178,19 @@ def _local_midnight(day: date) -> datetime:
 
 
 def _ranked_memories(
-    namespace_id: int, start: date, end: date, max_items: int
+    namespace_id: int, start: date, end: date, max_items: int, now: datetime
 ) -> dict[str, tuple[int, list[tuple[int, str, float, int]]]]:
-    """Per topic: how many live memories the period created, and the best max_items."""
+    """Per topic: how many live, current memories the period created, and the best
+    max_items. Superseded ones (and near-duplicates merged into another, which are
+    superseded by it) are left out at `now`, as recall, lists and review leave them out:
+    a digest line is a recall result (stage S6), so it would bring back a fact no longer
+    true, or quote one text twice."""
     ends_at = _local_midnight(end)
     p_sql, p_params = params_cte(SweepConfig.from_settings(), ends_at)
     live = ", ".join(f"'{s}'" for s in (Memory.Status.ACTIVE, Memory.Status.PROMOTED))
     where = (
         f"m.namespace_id = %s AND m.created_at >= %s AND m.created_at < %s AND m.status IN ({live})"
+        " AND (m.valid_until IS NULL OR m.valid_until > %s)"
     )
     scored = scored_memories_sql(where=where, columns=("topic", "content", "classification"))
     sql = (
@@ -198,7 +203,14 @@ def _ranked_memories(
         "ORDER BY topic, rank"
     )
     adapt = connection.ops.adapt_datetimefield_value
-    params = [*p_params, namespace_id, adapt(_local_midnight(start)), adapt(ends_at), max_items]
+    params = [
+        *p_params,
+        namespace_id,
+        adapt(_local_midnight(start)),
+        adapt(ends_at),
+        adapt(now),
+        max_items,
+    ]
     topics: dict[str, tuple[int, list[tuple[int, str, float, int]]]] = {}
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
@@ -220,19 +232,21 @@ def consolidation_build(
     max_items: int | None = None,
     excerpt_chars: int | None = None,
     report: DigestReport | None = None,
+    now: datetime | None = None,
 ) -> list[Consolidation]:
     """(Re)build the digests of one namespace and period, one per topic; returns them.
 
-    Unchanged digests are not written; digests of topics with no live memory left in the
-    period are deleted, so the rows always equal what the memories say.
+    Unchanged digests are not written; digests of topics with no live, current memory left
+    in the period (at `now`) are deleted, so the rows always equal what the memories say.
     """
+    now = now or timezone.now()
     if period not in PERIODS:
         raise ValidationError({"period": f"Unknown period {period!r}."})
     report = report if report is not None else DigestReport()
     max_items = settings.DIGEST_MAX_ITEMS if max_items is None else max_items
     excerpt_chars = settings.DIGEST_EXCERPT_CHARS if excerpt_chars is None else excerpt_chars
     start = period_start(period, start)
-    topics = _ranked_memories(namespace.pk, start, period_end(period, start), max_items)
+    topics = _ranked_memories(namespace.pk, start, period_end(period, start), max_items, now)
     existing = {
         digest.topic: digest
         for digest in Consolidation.objects.select_for_update().filter(
@@ -309,7 +323,9 @@ def digests_run(
         for period in periods:
             for start in ended_periods(period, today, lookback):
                 report.periods += 1
-                consolidation_build(namespace=ns, period=period, start=start, report=report)
+                consolidation_build(
+                    namespace=ns, period=period, start=start, report=report, now=now
+                )
     report.duration_seconds = time.perf_counter() - started
     return report
 

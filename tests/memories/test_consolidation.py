@@ -163,6 +163,30 @@ def test_running_again_writes_nothing_new_and_follows_changes(on_day, namespace)
 
 
 @pytest.mark.django_db
+def test_superseded_and_merged_memories_are_not_quoted(on_day, namespace):
+    # A digest line is a recall result (S6): quoting a fact no longer true brought it back
+    # into recall, which leaves superseded memories out everywhere else.
+    old = on_day("Ada lives in Paris.", hour=9)
+    new = on_day("Ada moved to Berlin.", hour=10)
+    duplicate = on_day("Ada moved to Berlin!", hour=11)
+    memory_services.memories_supersede(new=new, old=[old])
+    Memory.objects.filter(pk=duplicate.pk).update(valid_until=NOW - timedelta(hours=1))
+    later = on_day("Ada's sister visits in May.", hour=12, valid_until=NOW + timedelta(days=5))
+
+    digests_run(namespace=namespace, now=NOW, lookback=1, periods=("daily",))
+
+    digest = Consolidation.objects.get()
+    assert set(digest.memory_ids) == {new.pk, later.pk}
+    assert "Paris" not in digest.text and "2 memories" in digest.text
+
+    # Superseding the last current memory of a topic deletes its digest on the next run.
+    gone = on_day("Ada left.", topic="other", hour=13)
+    memory_services.memories_supersede(new=gone, old=[new, later])
+    digests_run(namespace=namespace, now=NOW + timedelta(minutes=1), lookback=1, periods=("daily",))
+    assert not Consolidation.objects.filter(topic="travel").exists()
+
+
+@pytest.mark.django_db
 def test_building_one_period_directly(on_day, namespace):
     memory = on_day("Direct.", topic="")
 
