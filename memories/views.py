@@ -431,20 +431,27 @@ def memory_boost(request: HttpRequest, pk: int) -> HttpResponse:
     now = timezone.now()
     params = memory.namespace.decay_params()
     before = (memory.use_count, memory.strength, memory.decay_score(now, params))
-    touched = services.memory_touch(
-        memory=memory, boost_strength=True, actor=request.user, source=DASHBOARD_SOURCE
-    )
+    was_cold = memory.storage == Memory.Storage.COLD
+    back = safe_next(request, reverse("memory-detail", args=[memory.pk]))
+    try:
+        touched = services.memory_touch(
+            memory=memory, boost_strength=True, actor=request.user, source=DASHBOARD_SOURCE
+        )
+    except services.MemoryNotLive as refusal:
+        messages.error(request, str(refusal))
+        return see_other(back)
     touched.namespace = memory.namespace
     after = touched.decay_score(timezone.now(), params)
     # Say what changed and why: people saw a score double without a word (issue 17).
+    warmed = " It is back in hot storage, where recall finds it." if was_cold else ""
     messages.success(
         request,
         f"Boosted: one more use ({before[0]} → {touched.use_count}), strength "
         f"{before[1]:.2f} → {touched.strength:.2f} and used just now, so the decay score "
         f"went {before[2]:.2f} → {after:.2f} (uses count as (n+1)^{params.beta:g}, "
-        "times strength, times the time-decay since the last use).",
+        f"times strength, times the time-decay since the last use).{warmed}",
     )
-    return see_other(safe_next(request, reverse("memory-detail", args=[memory.pk])))
+    return see_other(back)
 
 
 def _supersede(request: HttpRequest, *, new: Memory, old: Memory, back: str) -> HttpResponse:

@@ -36,7 +36,7 @@ from memories.services.memories import (
     memory_validate,
     restored_fields,
 )
-from memories.services.uses import uses_record
+from memories.services.uses import uses_reactivate, uses_record
 from memories.services.webhooks import memory_events_announce
 
 # At most this many memories in one bulk action (a page of the list is 25).
@@ -108,10 +108,12 @@ def memories_restore(
     *, memories: QuerySet[Memory], actor=None, source: str = "system", now: datetime | None = None
 ) -> int:
     """memory_restore for every forgotten or archived memory of `memories`: active again,
-    or promoted if its tier is long-term or core, with a fresh decay clock."""
+    or promoted if its tier is long-term or core, with a fresh decay clock, in hot storage."""
     now = now or timezone.now()
     gone = (Memory.Status.FORGOTTEN, Memory.Status.ARCHIVED)
-    rows = _locked(memories.filter(status__in=gone), "status", "forgotten_reason", "tier")
+    rows = _locked(
+        memories.filter(status__in=gone), "status", "forgotten_reason", "tier", "storage"
+    )
     Memory.objects.filter(pk__in=[row["pk"] for row in rows]).update(
         status=Case(
             When(tier=Memory.Tier.SHORT_TERM, then=Value(Memory.Status.ACTIVE.value)),
@@ -122,8 +124,13 @@ def memories_restore(
     )
     for row in rows:
         short = row["tier"] == Memory.Tier.SHORT_TERM
-        row["before"] = {"status": row["status"], "forgotten_reason": row["forgotten_reason"]}
-        row["after"] = {"status": (Memory.Status.ACTIVE if short else Memory.Status.PROMOTED).value}
+        row["before"] = {
+            "status": row["status"],
+            "forgotten_reason": row["forgotten_reason"],
+            "storage": row["storage"],
+        }
+        status = Memory.Status.ACTIVE if short else Memory.Status.PROMOTED
+        row["after"] = {"status": status.value, "storage": Memory.Storage.HOT.value}
     _events(rows, kind=MemoryEvent.Kind.RESTORED, actor=actor, source=source, now=now)
     return len(rows)
 
@@ -133,8 +140,9 @@ def memories_keep(
 ) -> int:
     """memory_touch with the boost (a person's Keep or Boost) for every live memory of
     `memories`: one more use, the decay clock restarted and strength x1.1 (capped), the use
-    logged and a 'touched' event each, as the single touch writes them; how many it kept.
-    A forgotten or archived memory is left alone (restoring it is what brings it back)."""
+    logged, a cold one back in hot storage and a 'touched' event each, as the single touch
+    writes them; how many it kept. A forgotten or archived memory is left alone (restoring
+    it is what brings it back)."""
     now = now or timezone.now()
     rows = _locked(memories.filter(status__in=LIVE_STATUSES))
     ids = [row["pk"] for row in rows]
@@ -144,6 +152,7 @@ def memories_keep(
         strength=Least(F("strength") * STRENGTH_BOOST_FACTOR, MAX_STRENGTH),
     )
     uses_record(ids, now=now)
+    uses_reactivate(ids, now=now, actor=actor, source=source)
     fresh = {
         pk: (use_count, strength)
         for pk, use_count, strength in Memory.objects.filter(pk__in=ids).values_list(

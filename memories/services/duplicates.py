@@ -15,7 +15,7 @@ from config.db import is_postgres, lock_keys, pick
 from memories.bulk import insert_rows
 from memories.models import Memory, MemoryEvent, reachable_sql
 from memories.services.events import EVENT_COLUMNS
-from memories.services.uses import uses_record
+from memories.services.uses import uses_reactivate, uses_record
 
 
 def duplicates_lock(keys: Iterable[tuple[int, str]]) -> None:
@@ -71,8 +71,9 @@ def live_duplicates(
 
 
 def count_duplicate_uses(uses: dict[Memory, int], *, actor, source: str) -> None:
-    """Count each duplicate as a use of the memory it is (as memory_touch does), set-based:
-    one UPDATE per distinct count, one read back, the 'touched' events in one insert."""
+    """Count each duplicate as a use of the memory it is (as memory_touch does: a cold one
+    comes back to hot storage), set-based: one UPDATE per distinct count, one read back,
+    the 'touched' events in one insert."""
     now = timezone.now()
     by_count: dict[int, list[int]] = {}
     for memory, count in uses.items():
@@ -80,11 +81,14 @@ def count_duplicate_uses(uses: dict[Memory, int], *, actor, source: str) -> None
     for count, ids in by_count.items():
         Memory.objects.filter(pk__in=ids).update(use_count=F("use_count") + count, last_used_at=now)
         uses_record(ids, now=now)
+    warmed = set(uses_reactivate([m.pk for m in uses], now=now, actor=actor, source=source))
     fresh = dict(Memory.objects.filter(pk__in=[m.pk for m in uses]).values_list("pk", "use_count"))
     actor_id = actor.pk if actor is not None else None
     rows = []
     for memory, count in uses.items():
         memory.use_count, memory.last_used_at = fresh[memory.pk], now
+        if memory.pk in warmed:
+            memory.storage = Memory.Storage.HOT
         after = {"use_count": memory.use_count, "deduplicated": count}
         rows.append(
             (

@@ -20,6 +20,7 @@ from django.utils import timezone
 from memories.bulk import insert_new, writer
 from memories.hooks import memories_created
 from memories.models import (
+    LIVE_STATUSES,
     Classification,
     Memory,
     MemoryEvent,
@@ -51,7 +52,7 @@ from memories.services.near_duplicates import (
 )
 from memories.services.sessions import linked_sessions, session_links_create, sessions_lock
 from memories.services.supersede import memories_supersede
-from memories.services.uses import uses_record
+from memories.services.uses import uses_reactivate, uses_record
 from memories.signatures import simhash_folded
 from memories.text import cjk_pairs, content_key, fold
 
@@ -327,9 +328,11 @@ def forgotten_fields(*, reason: str, score: float | None, now: datetime) -> dict
 
 def restored_fields(*, now: datetime) -> dict[str, Any]:
     """What restoring writes on a memory besides its status (active for short-term, else
-    promoted): the forgetting cleared and a fresh decay clock, or the next sweep would
-    forget it again."""
+    promoted): the forgetting cleared, a fresh decay clock, or the next sweep would forget
+    it again, and hot storage: an archived memory is cold, and a restored one left cold was
+    still skipped by recall's direct stages, which only an association could undo."""
     return {
+        "storage": Memory.Storage.HOT,
         "status_changed_at": now,
         "forgotten_at": None,
         "forgotten_reason": "",
@@ -380,7 +383,7 @@ def memory_restore(
     locked = Memory.objects.select_for_update().get(pk=memory.pk)
     if locked.status not in (Memory.Status.FORGOTTEN, Memory.Status.ARCHIVED):
         return locked
-    before = memory_snapshot(locked, ["status", "forgotten_reason"])
+    before = memory_snapshot(locked, ["status", "forgotten_reason", "storage"])
     changes = {
         "status": Memory.Status.ACTIVE
         if locked.tier == Memory.Tier.SHORT_TERM
@@ -394,7 +397,7 @@ def memory_restore(
         memory=locked,
         kind=MemoryEvent.Kind.RESTORED,
         before=before,
-        after={"status": locked.status},
+        after={"status": locked.status, "storage": locked.storage},
         actor=actor,
         source=source,
         now=now,
@@ -421,6 +424,20 @@ def memory_purge(*, memory: Memory, actor=None, source: str = "system") -> int:
     return memory_id
 
 
+class MemoryNotLive(Exception):
+    """A use of a forgotten or archived memory: restore it first. The API answers 409
+    `not_live` (config.api maps `api_status`), the dashboard says so."""
+
+    api_status = 409
+    code = "not_live"
+    field = None
+
+    def __init__(self, pk: int, status: str | None) -> None:
+        label = Memory.Status(status).label.lower() if status else "gone"
+        super().__init__(f"Memory #{pk} is {label}: restore it before using it.")
+        self.status = status
+
+
 @transaction.atomic
 def memory_touch(
     *,
@@ -430,8 +447,11 @@ def memory_touch(
     source: str = "system",
     now: datetime | None = None,
 ) -> Memory:
-    """Record a use (seed 003): use_count + 1, last_used_at = now, optional strength x1.1.
+    """Record a use (seed 003): use_count + 1, last_used_at = now, optional strength x1.1;
+    a cold memory comes back to hot storage (uses_reactivate).
 
+    Only a live memory can be used: a forgotten or archived one raises MemoryNotLive and
+    nothing is written (restore it first), the rule bulk Keep applies by leaving them out.
     Written with F() expressions so concurrent touches never lose each other's counts; the
     use goes to the use log (memories.services.uses).
     """
@@ -439,9 +459,12 @@ def memory_touch(
     updates: dict[str, Any] = {"use_count": F("use_count") + 1, "last_used_at": now}
     if boost_strength:
         updates["strength"] = Least(F("strength") * STRENGTH_BOOST_FACTOR, MAX_STRENGTH)
-    Memory.objects.filter(pk=memory.pk).update(**updates)
+    if not Memory.objects.filter(pk=memory.pk, status__in=LIVE_STATUSES).update(**updates):
+        status = Memory.objects.filter(pk=memory.pk).values_list("status", flat=True).first()
+        raise MemoryNotLive(memory.pk, status)
     uses_record([memory.pk], now=now)
-    memory.refresh_from_db(fields=["use_count", "last_used_at", "strength"])
+    uses_reactivate([memory.pk], now=now, actor=actor, source=source)
+    memory.refresh_from_db(fields=["use_count", "last_used_at", "strength", "storage", "status"])
     memory_event_record(
         memory=memory,
         kind=MemoryEvent.Kind.TOUCHED,

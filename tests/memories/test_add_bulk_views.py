@@ -307,8 +307,15 @@ def test_restore_brings_them_back(ada_client, user, personal):
     assert [m.status for m in rows] == ["active", "promoted"]
     assert [m.forgotten_reason for m in rows] == ["", ""]
     events = MemoryEvent.objects.filter(kind="restored").order_by("memory_ref")
-    assert [e.after for e in events] == [{"status": "active"}, {"status": "promoted"}]
-    assert events[0].before == {"status": "forgotten", "forgotten_reason": "by mistake"}
+    assert [e.after for e in events] == [
+        {"status": "active", "storage": "hot"},
+        {"status": "promoted", "storage": "hot"},
+    ]
+    assert events[0].before == {
+        "status": "forgotten",
+        "forgotten_reason": "by mistake",
+        "storage": "hot",
+    }
 
 
 def test_move_sets_the_topic_and_records_it(ada_client, user, personal):
