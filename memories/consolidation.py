@@ -95,13 +95,44 @@ def period_label(period: str, start: date) -> str:
     return start.isoformat()
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+# A candidate sentence end: the punctuation, closing quotes or brackets, a space. The word
+# before it and the character after it decide (first_sentence).
+_SENTENCE_END = re.compile("(\\w*)[.!?][\"'\u2019\u201d)\\]]*(?= (.))")
+# Words a full stop follows without ending the sentence ("Dr. Alvarez", "Main St. near");
+# "e.g." and "i.e." end in a single letter, which counts as an initial; "etc." is left out,
+# as it ends sentences more often than not.
+ABBREVIATIONS = frozenset(
+    {
+        *("mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "ft", "no", "nos", "vs"),
+        *("al", "approx", "dept", "est", "fig", "inc", "ltd", "co", "corp"),  # not etc
+        *("jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"),
+        *("mon", "tue", "wed", "thu", "fri", "sat", "sun"),
+    }
+)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a whitespace-normalised text: up to a '.', '!' or '?' (and any
+    closing quotes or brackets) followed by a space, unless the next word starts in lower
+    case or the stop ends an abbreviation ("Dr.", "St.") or an initial ("J. Smith", "e.g."):
+    a plain split after every full stop cut "The dentist is Dr. Alvarez." to "The dentist
+    is Dr."."""
+    for match in _SENTENCE_END.finditer(text):
+        word, following = match.group(1), match.group(2)
+        if following.islower():
+            continue
+        if text[match.end(1)] == "." and (
+            word.lower() in ABBREVIATIONS or (len(word) == 1 and word.isalpha())
+        ):
+            continue
+        return text[: match.end()]
+    return text
 
 
 def excerpt(content: str, limit: int) -> str:
     """The memory's first sentence, or its text cut at a word boundary, at most `limit`."""
     text = " ".join(content.split())
-    first = _SENTENCE_END.split(text, maxsplit=1)[0]
+    first = first_sentence(text)
     if len(first) <= limit:
         return first
     cut = first[: limit - 1]

@@ -68,6 +68,26 @@ def test_excerpt_is_the_first_sentence_or_a_cut_at_a_word():
     assert len(excerpt("x" * 500, 40)) == 40
 
 
+@pytest.mark.parametrize(
+    ("content", "first"),
+    [
+        (
+            "The dentist is Dr. Alvarez on Main St. near the park. Call first.",
+            "The dentist is Dr. Alvarez on Main St. near the park.",
+        ),
+        ("Drink tea, e.g. green tea, etc. Then rest.", "Drink tea, e.g. green tea, etc."),
+        ("J. R. R. Tolkien wrote it. Then Lewis.", "J. R. R. Tolkien wrote it."),
+        ("Version 3.5 is out. Upgrade.", "Version 3.5 is out."),
+        ('He said "stop." Then he left.', 'He said "stop."'),
+        ("Really? yes, really. No more.", "Really? yes, really."),
+        ("Is it? Maybe.", "Is it?"),
+        ("Ends with Dr.", "Ends with Dr."),
+    ],
+)
+def test_the_first_sentence_does_not_end_at_an_abbreviation_or_initial(content, first):
+    assert excerpt(content, 240) == first
+
+
 # --- Building digests --------------------------------------------------------------------
 
 
