@@ -241,11 +241,12 @@ def do_restore(world: World, _: int, index: int) -> None:
 def do_touch(world: World, _: int, index: int) -> None:
     pk = world.pick(index)
     if pk is not None:
-        world.ok(
-            world.writer.post(
-                f"/api/v1/memories/{pk}/touch", {"boost_strength": True}, format="json"
-            )
+        response = world.writer.post(
+            f"/api/v1/memories/{pk}/touch", {"boost_strength": True}, format="json"
         )
+        # 409 not_live: a forgotten memory cannot be used until it is restored
+        if world.ok(response, 200, 409) and response.status_code == 409:
+            assert response.json()["error"]["code"] == "not_live"
 
 
 def do_grade(world: World, grade: int, index: int) -> None:
