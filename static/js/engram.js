@@ -273,7 +273,19 @@
   /* After htmx swaps in a new card, move focus to it so screen readers announce it;
      scroll only when it is out of sight (a token's one-time secret lands at the top of
      the page while the button that made it may be far below). */
+  /* What had the focus when htmx swapped the content in. If the focus has moved by the time
+     the swap settles (20 ms later, longer on a busy phone), the person already acted in the
+     new content (a key, a tap): it stays where they put it. */
+  var focusAtSwap = null;
+  document.addEventListener("htmx:afterSwap", function () {
+    focusAtSwap = document.activeElement;
+  });
+
   document.addEventListener("htmx:afterSettle", function (event) {
+    var active = document.activeElement;
+    var moved = focusAtSwap !== null && active !== focusAtSwap && active && active !== document.body;
+    focusAtSwap = null;
+    if (moved) return;
     var focus = document.querySelector("[data-autofocus]");
     if (!focus) {
       keepFocus(event.detail && event.detail.target);
