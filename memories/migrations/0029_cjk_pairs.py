@@ -89,18 +89,9 @@ def _remake_sqlite_search(forward: list[str], backward: list[str]):
     return run
 
 
-def _postgres(statements):
+def _on(vendor: str, statements: list[str]):
     def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            for statement in statements:
-                schema_editor.execute(statement, params=None)
-
-    return run
-
-
-def _sqlite(statements):
-    def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "sqlite":
+        if schema_editor.connection.vendor == vendor:
             for statement in statements:
                 schema_editor.execute(statement, params=None)
 
@@ -133,19 +124,27 @@ class Migration(migrations.Migration):
     operations = [
         # On SQLite adding a column rebuilds the table, which the association triggers'
         # references to it would refuse (as in 0028): dropped first, made again after.
-        migrations.RunPython(_sqlite(_LEVEL.SQLITE_BACKWARD), _sqlite(_LEVEL.SQLITE_FORWARD)),
+        migrations.RunPython(
+            _on("sqlite", _LEVEL.SQLITE_BACKWARD), _on("sqlite", _LEVEL.SQLITE_FORWARD)
+        ),
         # Undone: the column's removal rebuilds the table again, without its triggers.
-        migrations.RunPython(migrations.RunPython.noop, sqlite_search_installer("0002_search_indexes")),
+        migrations.RunPython(
+            migrations.RunPython.noop, sqlite_search_installer("0002_search_indexes")
+        ),
         migrations.AddField(
             model_name="memory",
             name="search_pairs",
             field=models.TextField(blank=True, default="", editable=False),
         ),
         migrations.RunPython(_backfill, migrations.RunPython.noop),
-        migrations.RunPython(_postgres(POSTGRES_FORWARD), _postgres(POSTGRES_BACKWARD)),
+        migrations.RunPython(
+            _on("postgresql", POSTGRES_FORWARD), _on("postgresql", POSTGRES_BACKWARD)
+        ),
         migrations.RunPython(
             _remake_sqlite_search(SQLITE_FORWARD, SQLITE_BACKWARD),
             _remake_sqlite_search(_SEARCH.SQLITE_FORWARD, SQLITE_BACKWARD),
         ),
-        migrations.RunPython(_sqlite(_LEVEL.SQLITE_FORWARD), _sqlite(_LEVEL.SQLITE_BACKWARD)),
+        migrations.RunPython(
+            _on("sqlite", _LEVEL.SQLITE_FORWARD), _on("sqlite", _LEVEL.SQLITE_BACKWARD)
+        ),
     ]

@@ -11,6 +11,7 @@ from memories import services
 from memories.models import Memory
 from memories.text import cjk_pairs, fold
 from recall.stages.query import analyse_query
+from tests.memories.test_search_indexes import _porter_ids
 
 pytestmark = pytest.mark.django_db
 
@@ -73,30 +74,14 @@ def test_an_edit_reindexes_the_pairs(stored):
     )
     memory.refresh_from_db()
     assert "ラー" in memory.search_pairs.split() and "寿司" not in memory.search_pairs
-    assert _full_text_ids("ラー") == {memory.pk}
-    assert _full_text_ids("寿司") == set()
+    assert _porter_ids("ラー") == {memory.pk}
+    assert _porter_ids("寿司") == set()
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:  # raises if the index disagrees with the rows
             cursor.execute(
                 "INSERT INTO memories_memory_fts(memories_memory_fts, rank) "
                 "VALUES ('integrity-check', 1)"
             )
-
-
-def _full_text_ids(term: str) -> set[int]:
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute(
-                "SELECT rowid FROM memories_memory_fts WHERE memories_memory_fts MATCH %s",
-                [f'"{term}"'],
-            )
-        else:
-            cursor.execute(
-                "SELECT id FROM memories_memory "
-                "WHERE search_vector @@ plainto_tsquery('english', %s)",
-                [term],
-            )
-        return {row[0] for row in cursor.fetchall()}
 
 
 def test_english_text_has_no_pairs(stored):
@@ -118,4 +103,4 @@ def test_the_migration_backfills_the_pairs_of_existing_rows(user):
     executor.loader.build_graph()
     executor.migrate(latest)
     assert Memory.objects.get(pk=memory.pk).search_pairs.split()[:2] == ["東京", "京タ"]
-    assert _full_text_ids("東京") == {memory.pk}
+    assert _porter_ids("東京") == {memory.pk}
