@@ -442,7 +442,10 @@ ERROR_STATUSES = {
     "403": "Authenticated but not allowed (read-only token, token managing tokens).",
     "404": "No such object within your namespaces and classification ceiling.",
     "413": "Body over API_MAX_BODY_BYTES (or API_IMPORT_MAX_BYTES for imports).",
-    "409": "Conflicts with an object created at the same time (a unique constraint).",
+    "409": "Conflicts with the object's state (`code` says which: `not_live`, a use of a "
+    "forgotten or archived memory; `grade_conflict`, a stale card `version`; "
+    "`nothing_to_undo`; `session_finished`) or with an object created at the same time "
+    "(`conflict`, a unique constraint).",
     "411": "A chunked body this server cannot read; send Content-Length.",
     "415": "Unsupported media type.",
     "429": "Over API_RATE_LIMIT; retry after `retry_after` seconds.",
