@@ -35,13 +35,16 @@ demo: migrate
 run: demo
 	$(PY) manage.py runall --host $(HOST) --port $(PORT)
 
-# The whole suite under coverage; fails if total coverage falls below .coverage-floor
-# (docs/testing.md: the floor only rises). PYTEST_ARGS runs a part of the suite, e.g.
-# PYTEST_ARGS="tests/api -x", and then reports coverage without holding it to the floor.
+# The whole suite under coverage, spread over one pytest-xdist worker per core (TEST_WORKERS
+# sets how many; 0 runs it in one process); fails if total coverage falls below
+# .coverage-floor (docs/testing.md: the floor only rises). PYTEST_ARGS runs a part of the
+# suite, e.g. PYTEST_ARGS="tests/api -x", and then reports coverage without the floor.
 PYTEST_ARGS ?=
+TEST_WORKERS ?= auto
 test: install-test
-	$(PY) -m coverage run -m pytest $(PYTEST_ARGS)
-	$(PY) -m coverage report --fail-under=$(if $(strip $(PYTEST_ARGS)),0,$$(cat .coverage-floor))
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 \
+	  --cov --cov-report=term:skip-covered \
+	  --cov-fail-under=$(if $(strip $(PYTEST_ARGS)),0,$$(cat .coverage-floor)) $(PYTEST_ARGS)
 
 # The recall regression gate (docs/evaluation.md): recall@10 on the LoCoMo dev file through
 # the product path, on a fresh SQLite database with the default configuration, must stay at

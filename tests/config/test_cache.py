@@ -6,6 +6,8 @@ import pytest
 from django.core.cache import cache
 from django.db import connection, transaction
 
+from tests.support.redis_db import redis_url
+
 
 def _synchronous_commit() -> str | None:
     if connection.vendor != "postgresql":
@@ -75,7 +77,7 @@ def test_the_redis_cache_keeps_one_client_per_pool(monkeypatch):
 
     from config.cache import RedisCache
 
-    url = "redis://127.0.0.1:6379/13"
+    url = redis_url("cache")
     try:
         redis.Redis.from_url(url, socket_timeout=2).flushdb()
     except redis.RedisError:

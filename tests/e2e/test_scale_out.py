@@ -57,6 +57,7 @@ from django.db import connection
 
 from tests.e2e.test_cluster import Cluster, ClusterDatabase, _env, make_database  # noqa: F401
 from tests.support.receiver import Receiver, serve
+from tests.support.redis_db import redis_url
 from tests.support.servers import Gunicorn, manage
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ pytestmark = [
     ),
 ]
 
-REDIS_URL = "redis://127.0.0.1:6379/7"  # a database of its own, emptied at start and end
+REDIS_URL = redis_url("scale-out")  # a database of its own, emptied at start and end
 QUEUE_KEY = "django_q:engram:q"  # the broker's list (Q_CLUSTER name "engram")
 BROKER = os.environ.get("ENGRAM_SCALE_BROKER", "redis")  # or "database": no Redis at all
 assert BROKER in ("redis", "database"), f"ENGRAM_SCALE_BROKER={BROKER!r}: redis or database"

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.support.redis_db import redis_url
 from tests.support.servers import Gunicorn, new_token, server_env
 
 pytestmark = pytest.mark.slow
@@ -52,11 +53,11 @@ def _redis_free_db() -> str | None:
     try:
         import redis
 
-        connection = redis.Redis(host="127.0.0.1", port=6379, db=13, socket_timeout=2)
+        connection = redis.Redis.from_url(redis_url("throttle"), socket_timeout=2)
         connection.flushdb()
     except Exception:  # no Redis: the test says so and skips that cache
         return None
-    return "redis://127.0.0.1:6379/13"
+    return redis_url("throttle")
 
 
 @pytest.mark.parametrize("cache", ["database", "redis"])

@@ -26,6 +26,7 @@ from memories.tasks import (
     sweep_enqueue,
 )
 from tests.support.background import state
+from tests.support.redis_db import redis_url
 
 pytestmark = pytest.mark.django_db
 
@@ -196,7 +197,7 @@ def test_a_process_enqueues_through_one_broker(
     if kind == "redis":
         import redis
 
-        url = "redis://127.0.0.1:6379/12"
+        url = redis_url("broker")
         try:
             probe = redis.Redis.from_url(url, socket_timeout=2)
             probe.flushdb()
