@@ -386,6 +386,11 @@ DECAY_SLOW_HALF_LIFE_DAYS = env.float(
 DECAY_FAST_WEIGHT = env.float(
     "DECAY_FAST_WEIGHT", _decay_defaults.fast_weight, minimum=0.0, maximum=1.0
 )
+if _decay.half_life_order_error(DECAY_FAST_HALF_LIFE_DAYS, DECAY_SLOW_HALF_LIFE_DAYS):
+    raise ImproperlyConfigured(
+        f"DECAY_FAST_HALF_LIFE_DAYS={DECAY_FAST_HALF_LIFE_DAYS} must not be above "
+        f"DECAY_SLOW_HALF_LIFE_DAYS={DECAY_SLOW_HALF_LIFE_DAYS}."
+    )
 FORGET_THRESHOLD = env.float("FORGET_THRESHOLD", _threshold_defaults.forget, minimum=0.0)
 # The about-to-forget digest lists what decay will forget within this many days.
 FORGET_DIGEST_DAYS = env.int("FORGET_DIGEST_DAYS", 3, minimum=1)

@@ -52,6 +52,24 @@ def require_finite(name: str, value: float) -> float:
     return value
 
 
+def half_life_order_error(fast_days: float, slow_days: float) -> str | None:
+    """Why a two-component pair of half-lives is refused, or None when it is in order.
+
+    Seed 003's two-component decay has a fast component (12 hours) and a slow one (7
+    days): the fast half-life is never longer than the slow one (equal is one exponential
+    and allowed). The other way round is the same curve with the components and weights
+    named backwards, which the fitting step (memories.decay_fit) swaps and every other
+    writer refuses: the settings at start-up, Namespace.clean (API, dashboard, admin,
+    import) and the database's CHECK constraints on namespaces and fits.
+    """
+    if fast_days > slow_days:
+        return (
+            f"The fast half-life ({fast_days:g} days) must not be longer than the slow "
+            f"half-life ({slow_days:g} days)."
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class DecayParams:
     """Decay model and its shape. The defaults are the DECAY_* settings' defaults."""

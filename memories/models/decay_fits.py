@@ -101,6 +101,11 @@ class DecayFit(models.Model):
             float_check("decayfit", "fast_half_life_days", 0.001, FLOAT_LIMIT),
             float_check("decayfit", "slow_half_life_days", 0.001, FLOAT_LIMIT),
             float_check("decayfit", "fast_weight", 0.0, 1.0),
+            # The fitting step names the faster component fast (memories.decay_fit).
+            models.CheckConstraint(
+                condition=models.Q(fast_half_life_days__lte=models.F("slow_half_life_days")),
+                name="decayfit_half_lives_in_order",
+            ),
             float_check("decayfit", "rate", 0.0, FLOAT_LIMIT),
             float_check("decayfit", "default_rate", 0.0, FLOAT_LIMIT),
             float_check("decayfit", "seconds", 0.0, FLOAT_LIMIT),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -14,7 +15,7 @@ from config.bounds import (
     validate_datetime,
     validate_finite,
 )
-from memories.decay import DecayParams
+from memories.decay import DecayParams, half_life_order_error
 
 # Ranking weights by namespace mode: similarity, recency (decay score), utility, confidence.
 # agent_memory weights utility at 20% (seed 000).
@@ -253,6 +254,14 @@ class Namespace(models.Model):
             float_check("namespace", "decay_fast_half_life_days", 0.001, HALF_LIFE_MAX_DAYS),
             float_check("namespace", "decay_slow_half_life_days", 0.001, HALF_LIFE_MAX_DAYS),
             float_check("namespace", "decay_fast_weight", 0.0, 1.0),
+            # Namespace.clean's rule where both are set (an empty one is the setting's,
+            # which the start-up check keeps in order).
+            models.CheckConstraint(
+                condition=Q(decay_fast_half_life_days__isnull=True)
+                | Q(decay_slow_half_life_days__isnull=True)
+                | Q(decay_fast_half_life_days__lte=models.F("decay_slow_half_life_days")),
+                name="namespace_half_lives_in_order",
+            ),
             float_check("namespace", "desired_retention", 0.7, 0.99),
             models.CheckConstraint(
                 condition=Q(leech_threshold__gte=1) & Q(leech_threshold__lte=100),
@@ -263,6 +272,26 @@ class Namespace(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.owner})"
+
+    def clean(self) -> None:
+        """The fast half-life is never longer than the slow one (decay.half_life_order_error),
+        each as it applies: the namespace's own, or the global setting where it has none.
+        Every writer of a namespace runs it through full_clean (memories.services.namespaces:
+        the API, dashboard, admin and import); the error is on the field it set."""
+        fast, slow = self.decay_fast_half_life_days, self.decay_slow_half_life_days
+        if fast is None and slow is None:
+            return  # the settings' pair, checked at start-up
+        if not all(isinstance(v, int | float) for v in (fast, slow) if v is not None):
+            return  # clean_fields says what is wrong with the value itself
+        message = half_life_order_error(
+            settings.DECAY_FAST_HALF_LIFE_DAYS if fast is None else fast,
+            settings.DECAY_SLOW_HALF_LIFE_DAYS if slow is None else slow,
+        )
+        if message:
+            if fast is None or slow is None:
+                message += " An empty half-life is the global setting's."
+            field = "decay_slow_half_life_days" if fast is None else "decay_fast_half_life_days"
+            raise ValidationError({field: message})
 
     @property
     def applied_fit(self):

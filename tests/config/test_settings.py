@@ -78,6 +78,10 @@ def _start(env: dict[str, str]) -> subprocess.CompletedProcess:
         ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
         ({"TASK_BROKER": "rabbit"}, "TASK_BROKER='rabbit'"),
         ({"TASK_BROKER": "redis"}, "TASK_BROKER=redis needs REDIS_URL"),
+        (
+            {"DECAY_FAST_HALF_LIFE_DAYS": "9", "DECAY_SLOW_HALF_LIFE_DAYS": "2"},
+            "DECAY_FAST_HALF_LIFE_DAYS=9.0 must not be above DECAY_SLOW_HALF_LIFE_DAYS=2.0",
+        ),
     ],
 )
 def test_start_up_fails_with_a_clear_message(env, message):

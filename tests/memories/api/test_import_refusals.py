@@ -218,6 +218,12 @@ CASES = [
     ("Infinity in settings", _replace(1, '"decay_beta": 0.5', '"decay_beta": Infinity'), 1, ""),
     ("settings out of range", _nested(1, "namespace", decay_beta=5), 1, "namespace.decay_beta"),
     ("settings of a wrong type", _nested(1, "namespace", mode=3), 1, "namespace.mode"),
+    (
+        "half-lives the wrong way round",
+        _nested(1, "namespace", decay_fast_half_life_days=10.0, decay_slow_half_life_days=2.0),
+        1,
+        "namespace.decay_fast_half_life_days: The fast half-life",
+    ),
     ("a number overflowing", _replace(2, '"strength": 1.0', '"strength": 1e999'), 2, "range"),
     ("year 10000 in UTC", _set(2, created_at="9999-12-31T23:00:00-05:00"), 2, "created_at"),
     ("year 0 in UTC", _set(2, created_at="0001-01-01T00:00:00+05:00"), 2, "created_at"),
