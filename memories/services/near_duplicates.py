@@ -48,7 +48,7 @@ from memories.models import (
 )
 from memories.near_duplicates import Shape, shape, similarity, sketch_keys_many
 from memories.services.events import memory_event_record
-from memories.services.supersede import validity_end
+from memories.services.supersede import supersedes_cycles, validity_end
 
 NEAR_DUPLICATE = "near_duplicate"
 
@@ -358,8 +358,9 @@ MERGE_MAX_MEMBERS = 100  # a group larger than this is merged in several goes
 def near_group(memory: Memory, *, ceiling: int, now: datetime | None = None) -> list[Memory]:
     """The memories `memory` can absorb: those reachable from it over near_duplicate links
     (either way), live and current, of its namespace, at or below both its level and
-    `ceiling` (so nothing of a more sensitive memory flows into it). Oldest first; at most
-    MERGE_MAX_MEMBERS. One query per hop of links."""
+    `ceiling` (so nothing of a more sensitive memory flows into it), except those that
+    already replace it (supersedes_cycles). Oldest first; at most MERGE_MAX_MEMBERS. One
+    query per hop of links, and one for the cycles."""
     now = now or timezone.now()
     level = min(ceiling, memory.classification)
     seen = {memory.pk}
@@ -384,6 +385,13 @@ def near_group(memory: Memory, *, ceiling: int, now: datetime | None = None) -> 
         seen |= reachable
         frontier = reachable
     others = sorted(seen - {memory.pk})[:MERGE_MAX_MEMBERS]
+    if others:
+        # Merging adds a `supersedes` link from `memory` to each: one that already
+        # replaces it (a chain of supersedes links back to it) would close a cycle of
+        # replacements, which every path that adds such links refuses (supersedes_cycles).
+        # It is left out of the group, as it stands.
+        closing = set(supersedes_cycles([(memory.pk, pk) for pk in others]))
+        others = [pk for n, pk in enumerate(others) if n not in closing]
     return list(Memory.objects.filter(pk__in=others).order_by("pk"))
 
 

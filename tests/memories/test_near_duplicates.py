@@ -21,7 +21,7 @@ from memories.near_duplicates import (
     trigram_similarity,
     trigrams,
 )
-from memories.selectors import superseded_by
+from memories.selectors import near_duplicates_of, superseded_by
 from memories.signatures import simhash
 from memories.sweep import sweep_run
 from tests.support.api import create
@@ -317,6 +317,26 @@ def test_a_merge_keeps_every_member_and_its_history(namespace, committed):
     assert secret.valid_until is None
     assert Memory.objects.current(timezone.now()).filter(namespace=namespace).count() == 2
     assert services.near_duplicates_merge(keep=paris) == []  # nothing left to merge
+
+
+@pytest.mark.django_db
+def test_a_merge_leaves_out_a_member_that_already_replaces_the_kept_one(namespace, committed):
+    """The merge added `supersedes` links without the cycle check every other path runs:
+    a member that replaced the kept memory ended up replaced by it, a cycle."""
+    with committed():
+        paris = services.memory_create(namespace=namespace, content=PARIS)
+        again = services.memory_create(namespace=namespace, content=PARIS_AGAIN)
+        now_ = services.memory_create(namespace=namespace, content="The user lives in Paris now.")
+    # `again` replaces `now_` (a link made by hand: both stay current).
+    services.association_create(source=again, target=now_, kind="supersedes")
+    ceiling = Classification.RESTRICTED
+    # The page's list and the merge agree: `again` is not taken into `now_`.
+    assert [m.pk for m in near_duplicates_of(now_, ceiling=ceiling)] == [paris.pk]
+    merged = services.near_duplicates_merge(keep=now_)
+    assert [m.pk for m in merged] == [paris.pk]
+    again.refresh_from_db()
+    assert again.valid_until is None
+    assert not Association.objects.filter(source=now_, target=again, kind="supersedes").exists()
 
 
 @pytest.mark.django_db
