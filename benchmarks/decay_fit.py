@@ -96,7 +96,6 @@ def _uses(namespace: Namespace, *, size: int, now: datetime, progress: Progress)
         memories_track_recall(
             direct_ids=[int(pk) for pk in ids[who[chunk]]],
             associative_ids=[],
-            cold_ids=[],
             now=moment,
         )
         written += len(chunk)

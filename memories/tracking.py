@@ -1,8 +1,9 @@
 """Tracking a recall: seed 001's retrieval boost and seed 002's recall counters.
 
 Recall (recall.services.recall_run) calls memories_track_recall with the ids it returned;
-this module is the only writer of the boost, the counters and the 'reactivated' events of
-associative hits brought back from cold storage (memories.boosting holds the pure rule).
+this module is the only writer of the boost and the counters (memories.boosting holds the
+pure rule). Associative hits found in cold storage come back hot through
+memories.services.uses.uses_reactivate, the one writer of 'reactivated' events.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from django.db import connection
 from config.db import is_postgres
 from memories.boosting import BoostConfig
 from memories.hooks import memories_recalled
-from memories.models import Memory, MemoryEvent
-from memories.services.uses import USES_INSERT_FROM, uses_record
+from memories.models import Memory
+from memories.services.uses import USES_INSERT_FROM, uses_reactivate, uses_record
 
 # How many distinct session ids a memory keeps (each of memories.models.SESSION_ID_LENGTH).
 SESSION_IDS_CAP = 100
@@ -26,7 +27,6 @@ def memories_track_recall(
     *,
     direct_ids: list[int],
     associative_ids: list[int],
-    cold_ids: list[int],
     now: datetime,
     session_id: str = "",
     user=None,
@@ -39,7 +39,7 @@ def memories_track_recall(
     last_accessed_at, last_recalled_at, recall_timestamps (last 20), session_ids, and a use
     in seed 003's sense (use_count + 1, last_used_at = now: retrieval resets the decay
     clock). Associative hits: stability + 0.03 x factor and the same counters, but no use;
-    cold ones go back to hot storage, with one bulk insert of 'reactivated' events. Direct
+    cold ones go back to hot storage (uses_reactivate, `via: association`). Direct
     hits' uses go to the use log (memories.services.uses) in the same statement on
     PostgreSQL, in the next on SQLite.
     """
@@ -54,34 +54,8 @@ def memories_track_recall(
             now=now,
             session_id=session_id,
             use=False,
-            reactivate=True,
         )
-        cold = sorted(set(cold_ids).intersection(associative))
-        if cold:
-            namespace_of = {
-                pk: (namespace_id, level)
-                for pk, namespace_id, level in Memory.objects.filter(id__in=cold).values_list(
-                    "id", "namespace_id", "classification"
-                )
-            }
-            MemoryEvent.objects.bulk_create(
-                [
-                    MemoryEvent(
-                        namespace_id=namespace_of[pk][0],
-                        classification=namespace_of[pk][1],
-                        memory_id=pk,
-                        memory_ref=pk,
-                        kind=MemoryEvent.Kind.REACTIVATED,
-                        before={"storage": Memory.Storage.COLD.value},
-                        after={"storage": Memory.Storage.HOT.value, "via": "association"},
-                        actor=user if getattr(user, "is_authenticated", False) else None,
-                        source="recall",
-                        created_at=now,
-                    )
-                    for pk in cold
-                    if pk in namespace_of
-                ]
-            )
+        uses_reactivate(associative, now=now, actor=user, source="recall", via="association")
     memories_recalled.send(sender=Memory, memory_ids=list(direct), token=token, now=now)
 
 
@@ -92,7 +66,6 @@ def _boost(
     now: datetime,
     session_id: str,
     use: bool,
-    reactivate: bool = False,
 ) -> None:
     config = BoostConfig()
     stamp = now.isoformat()
@@ -142,9 +115,6 @@ def _boost(
         )
         assignments.append(f"session_ids = CASE WHEN {present} THEN session_ids ELSE {sql} END")
         params += [session_id, session_id, *extra]
-    if reactivate:
-        assignments.append("storage = %s")
-        params.append(Memory.Storage.HOT.value)
     placeholders = ", ".join(["%s"] * len(ids))
     update = f"UPDATE memories_memory SET {', '.join(assignments)} WHERE id IN ({placeholders})"
     if use and postgres:

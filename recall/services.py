@@ -97,7 +97,6 @@ def recall_run(
             memories_track_recall(
                 direct_ids=[hit.memory_id for hit in hits if not hit.associative],
                 associative_ids=[hit.memory_id for hit in hits if hit.associative],
-                cold_ids=[hit.memory_id for hit in hits if hit.associative and hit.cold],
                 now=now,
                 session_id=session_id,
                 user=user,

@@ -8,7 +8,9 @@ digest. The sweep prunes rows older than DECAY_FIT_HISTORY_DAYS (uses_prune).
 
 A use is also what brings a memory out of cold storage: every writer of a use other than
 recall's direct hits (which only reach hot memories) calls uses_reactivate with the same
-ids, so a cold memory that is used again is found by recall's fast stages again.
+ids, so a cold memory that is used again is found by recall's fast stages again. Recall's
+associative hits come back through it too (memories.tracking, `via: association`): it is
+the one writer of 'reactivated' events.
 """
 
 from __future__ import annotations
@@ -52,10 +54,17 @@ def uses_prune(*, now: datetime) -> int:
 
 
 def uses_reactivate(
-    ids: Collection[int], *, now: datetime, actor=None, source: str = "system"
+    ids: Collection[int],
+    *,
+    now: datetime,
+    actor=None,
+    source: str = "system",
+    via: str = "use",
 ) -> list[int]:
-    """Bring the live cold memories of `ids` back to hot storage, as recall's association
-    stage does, with a 'reactivated' event each (`via: use`); the ids it moved.
+    """Bring the live cold memories of `ids` back to hot storage, with a 'reactivated'
+    event each (`via`: "use", or "association" for recall's associative hits); the ids it
+    moved. The one writer of reactivations: touch, Keep, a deduplicated write, a person's
+    passing grade and recall tracking.
 
     A cold memory is one the sweep found at its floor and unused (memories.sweep, rule
     cold); a use (touch, Keep, a duplicate written again, a person's passing grade) proves
@@ -66,10 +75,10 @@ def uses_reactivate(
     if not ids:
         return []
     with transaction.atomic():
-        return _reactivate(ids, now=now, actor=actor, source=source)
+        return _reactivate(ids, now=now, actor=actor, source=source, via=via)
 
 
-def _reactivate(ids: Collection[int], *, now: datetime, actor, source: str) -> list[int]:
+def _reactivate(ids: Collection[int], *, now: datetime, actor, source: str, via: str) -> list[int]:
     from memories.services.events import memory_events_save  # events imports webhooks
 
     rows = list(
@@ -91,7 +100,7 @@ def _reactivate(ids: Collection[int], *, now: datetime, actor, source: str) -> l
                 memory_ref=pk,
                 kind=MemoryEvent.Kind.REACTIVATED,
                 before={"storage": Memory.Storage.COLD.value},
-                after={"storage": Memory.Storage.HOT.value, "via": "use"},
+                after={"storage": Memory.Storage.HOT.value, "via": via},
                 actor=actor,
                 source=source,
                 classification=level,

@@ -51,7 +51,7 @@ def test_every_use_path_logs_a_use_and_nothing_else_does(
     assert client.post(f"/api/v1/memories/{memory.pk}/touch", {}, format="json").status_code == 200
     assert _uses(memory) == [1]
     # A recall's direct hit is a use; an associative hit is not.
-    memories_track_recall(direct_ids=[memory.pk], associative_ids=[other.pk], cold_ids=[], now=NOW)
+    memories_track_recall(direct_ids=[memory.pk], associative_ids=[other.pk], now=NOW)
     assert _uses(memory) == [1, 2] and _uses(other) == []
     # A deduplicated create is a use of the memory it repeats.
     answer = client.post(

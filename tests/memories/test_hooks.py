@@ -77,7 +77,6 @@ def test_tracking_announces_the_direct_hits_only(make_memory):
         memories_track_recall(
             direct_ids=[direct.pk],
             associative_ids=[associative.pk],
-            cold_ids=[],
             now=direct.created_at,
         )
     finally:
