@@ -15,7 +15,14 @@ from django.utils import timezone
 from memories.auth import Scope
 from memories.decay import ForgettingOutlook, forgetting_outlook
 from memories.decay_fit import threshold_probability
-from memories.models import Classification, Memory, MemoryEvent, Namespace, reachable_sql
+from memories.models import (
+    LIVE_STATUSES,
+    Classification,
+    Memory,
+    MemoryEvent,
+    Namespace,
+    reachable_sql,
+)
 from memories.plots import Threshold
 from memories.score_sql import params_cte, scored_memories_sql
 from memories.scores import ScoreHistogram, band_sql, bin_sql, score_histogram
@@ -147,6 +154,22 @@ def superseded_by(memory: Memory, *, ceiling: int) -> int | None:
     except (TypeError, ValueError):
         return None
     return successor if ends == memory.valid_until else None
+
+
+def successor_gone(memory: Memory, *, ceiling: int) -> tuple[int, str] | None:
+    """(id, "forgotten", "archived" or "purged") when the memory that superseded this one
+    (superseded_by) is no longer live, else None. A successor forgotten or purged by a
+    person or an agent reinstated it already (memories.services.supersession_release); one
+    that decayed leaves it superseded, and its page offers to reinstate it."""
+    successor = superseded_by(memory, ceiling=ceiling)
+    if successor is None:
+        return None
+    status = Memory.objects.filter(pk=successor).values_list("status", flat=True).first()
+    if status is None:
+        return successor, "purged"
+    if status in LIVE_STATUSES:
+        return None
+    return successor, Memory.Status(status).label.lower()
 
 
 def near_duplicates_of(memory: Memory, *, ceiling: int) -> list[Memory]:

@@ -97,6 +97,7 @@ pages = [
     path("memories/<int:pk>/forget", views.memory_forget, name="memory-forget"),
     path("memories/<int:pk>/restore", views.memory_restore, name="memory-restore"),
     path("memories/<int:pk>/boost", views.memory_boost, name="memory-boost"),
+    path("memories/<int:pk>/reinstate", views.memory_reinstate, name="memory-reinstate"),
     path("memories/<int:pk>/supersede", views.memory_supersede, name="memory-supersede"),
     path(
         "memories/<int:pk>/superseded-by",

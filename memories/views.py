@@ -305,6 +305,8 @@ def _detail_page(
         ),
         "session": session_turns(memory),
         "superseded_by": _visible_successor(memory, scope),
+        "successor_gone": memory.is_superseded
+        and selectors.successor_gone(memory, ceiling=ceiling),
         "near_duplicates": near_duplicates_of(memory, ceiling=ceiling),
         # Only a live memory with no end of validity is offered its group (the service
         # refuses a forgotten or superseded one).
@@ -420,6 +422,19 @@ def memory_restore(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _memory(request, pk)
     restored = services.memory_restore(memory=memory, actor=request.user, source=DASHBOARD_SOURCE)
     messages.success(request, f"Memory restored ({restored.get_status_display().lower()}).")
+    return see_other(safe_next(request, reverse("memory-detail", args=[memory.pk])))
+
+
+@require_POST
+@login_required
+def memory_reinstate(request: HttpRequest, pk: int) -> HttpResponse:
+    """A superseded memory is true again: its valid_until cleared, as the API's
+    PATCH {"valid_until": null} does (memory_update, an 'updated' event)."""
+    memory = _memory(request, pk)
+    services.memory_update(
+        memory=memory, changes={"valid_until": None}, actor=request.user, source=DASHBOARD_SOURCE
+    )
+    messages.success(request, "Memory reinstated: it is back in recall, lists and review.")
     return see_other(safe_next(request, reverse("memory-detail", args=[memory.pk])))
 
 

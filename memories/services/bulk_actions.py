@@ -36,6 +36,7 @@ from memories.services.memories import (
     memory_validate,
     restored_fields,
 )
+from memories.services.supersede import supersession_release, supersession_resume
 from memories.services.uses import uses_reactivate, uses_record
 from memories.services.webhooks import memory_events_announce
 
@@ -101,6 +102,8 @@ def memories_forget(
         row["before"] = {"status": row["status"]}
         row["after"] = {"status": Memory.Status.FORGOTTEN.value, "reason": reason, "score": None}
     _events(rows, kind=MemoryEvent.Kind.FORGOTTEN, actor=actor, source=source, now=now)
+    live = [row["pk"] for row in rows if row["status"] in LIVE_STATUSES]
+    supersession_release(successors=live, actor=actor, source=source, now=now)
     return len(rows)
 
 
@@ -132,6 +135,7 @@ def memories_restore(
         status = Memory.Status.ACTIVE if short else Memory.Status.PROMOTED
         row["after"] = {"status": status.value, "storage": Memory.Storage.HOT.value}
     _events(rows, kind=MemoryEvent.Kind.RESTORED, actor=actor, source=source, now=now)
+    supersession_resume(successors=[row["pk"] for row in rows], actor=actor, source=source, now=now)
     return len(rows)
 
 

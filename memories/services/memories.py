@@ -51,7 +51,11 @@ from memories.services.near_duplicates import (
     sketches_insert,
 )
 from memories.services.sessions import linked_sessions, session_links_create, sessions_lock
-from memories.services.supersede import memories_supersede
+from memories.services.supersede import (
+    memories_supersede,
+    supersession_release,
+    supersession_resume,
+)
 from memories.services.uses import uses_reactivate, uses_record
 from memories.signatures import simhash_folded
 from memories.text import cjk_pairs, content_key, fold
@@ -351,7 +355,9 @@ def memory_forget(
     source: str = "system",
     now: datetime | None = None,
 ) -> Memory:
-    """Mark a memory forgotten (hidden from recall and review, restorable until purged)."""
+    """Mark a memory forgotten (hidden from recall and review, restorable until purged).
+    The memories it alone replaced are valid again (supersession_release), until it is
+    restored (memory_restore replaces them again)."""
     reason = forget_reason_clean(reason)
     now = now or timezone.now()
     locked = Memory.objects.select_for_update().get(pk=memory.pk)
@@ -362,6 +368,9 @@ def memory_forget(
     for name, value in changes.items():
         setattr(locked, name, value)
     locked.save(update_fields=[*changes, "updated_at"])
+    if before["status"] in LIVE_STATUSES:
+        # What it alone replaced is true again (supersession_release; never on decay).
+        supersession_release(successors=[locked.pk], actor=actor, source=source, now=now)
     memory_event_record(
         memory=locked,
         kind=MemoryEvent.Kind.FORGOTTEN,
@@ -402,17 +411,24 @@ def memory_restore(
         source=source,
         now=now,
     )
+    # What its forgetting reinstated is replaced by it again.
+    supersession_resume(successors=[locked.pk], actor=actor, source=source, now=now)
     return locked
 
 
 @transaction.atomic
 def memory_purge(*, memory: Memory, actor=None, source: str = "system") -> int:
-    """Delete a memory for good (its card, links and relations' source go with it).
+    """Delete a memory for good (its card, links and relations' source go with it); a
+    live one first reinstates what it alone replaced (supersession_release).
 
     The history keeps a 'purged' event with the id, so the deletion itself is auditable.
     Returns the purged memory's id.
     """
     memory_id = memory.pk
+    if memory.status in LIVE_STATUSES:
+        # Purging a live successor reinstates what it alone replaced (a forgotten one's
+        # forgetting already did, or it decayed and leaves them replaced).
+        supersession_release(successors=[memory_id], actor=actor, source=source)
     memory_event_record(
         memory=memory,
         kind=MemoryEvent.Kind.PURGED,

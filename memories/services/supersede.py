@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -125,6 +126,141 @@ def validity_end(
         ],
         ignore_conflicts=True,
     )
+    return ended
+
+
+# The key of the 'updated' event's `after` that names the successor whose removal
+# reinstated a memory (supersession_release), and that restoring it reads back.
+SUCCESSOR_GONE = "successor_gone"
+
+
+def supersession_release(
+    *, successors: Sequence[int], actor=None, source: str = "system", now=None
+) -> list[int]:
+    """A person or an agent removed `successors` (forgot live memories, or purged them):
+    each memory whose validity one of them ended by superseding it is valid again (its
+    valid_until cleared, an 'updated' event naming the successor), unless another live
+    memory still replaces it. The ids it reinstated.
+
+    Called by the explicit forget and purge (memory_forget, memories_forget, memory_purge:
+    the API, bulk actions, MCP, dashboard and admin), before the successor's row goes. Not
+    by the sweep: a successor that merely decayed leaves what it replaced replaced (a stale
+    fact does not come back by itself; the memory page says its successor is gone and offers
+    to reinstate it). A merge is not undone either: near-duplicates of a removed memory say
+    what the person removed. Set-based: a few statements, whatever the number of
+    successors, touching only the memories they replaced."""
+    successors = sorted(set(successors))
+    if not successors:
+        return []
+    now = now or timezone.now()
+    replaced = Association.objects.filter(source_id__in=successors, kind=SUPERSEDES)
+    candidates = {
+        m.pk: m
+        for m in Memory.objects.select_for_update()
+        .filter(pk__in=replaced.values("target_id"), valid_until__isnull=False)
+        .order_by("pk")
+    }
+    if not candidates:
+        return []
+    # Still replaced by a live memory other than those removed: left as it is.
+    others = Association.objects.filter(
+        target_id__in=list(candidates), kind=SUPERSEDES, source__status__in=LIVE_STATUSES
+    ).exclude(source_id__in=successors)
+    for pk in set(others.values_list("target_id", flat=True)):
+        candidates.pop(pk, None)
+    # Which successor ended each one's validity: its latest superseding event, when it
+    # set the valid_until the memory has now (one read for all; the first per memory).
+    ender: dict[int, int] = {}
+    for ref, after in (
+        MemoryEvent.objects.filter(
+            memory_ref__in=list(candidates),
+            kind__in=(MemoryEvent.Kind.SUPERSEDED, MemoryEvent.Kind.MERGED),
+        )
+        .order_by("memory_ref", "-created_at", "-pk")
+        .values_list("memory_ref", "after")
+    ):
+        if ref not in ender:
+            ender[ref] = _ended_by(candidates[ref], after)
+    released = [memory for pk, memory in candidates.items() if ender.get(pk) in successors]
+    if not released:
+        return []
+    levels = dict(Memory.objects.filter(pk__in=successors).values_list("pk", "classification"))
+    Memory.objects.filter(pk__in=[m.pk for m in released]).update(valid_until=None, updated_at=now)
+    events = MemoryEvent.objects.bulk_create(
+        MemoryEvent(
+            namespace_id=memory.namespace_id,
+            memory=memory,
+            memory_ref=memory.pk,
+            kind=MemoryEvent.Kind.UPDATED,
+            before={"valid_until": memory.valid_until.isoformat()},
+            after={"valid_until": None, SUCCESSOR_GONE: ender[memory.pk]},
+            actor=actor if getattr(actor, "is_authenticated", False) else None,
+            source=source,
+            classification=max(memory.classification, levels.get(ender[memory.pk], 0)),
+            created_at=now,
+        )
+        for memory in released
+    )
+    memory_events_announce(events)
+    return [m.pk for m in released]
+
+
+def _ended_by(memory: Memory, after) -> int | None:
+    """The successor a 'superseded' event names, if it set the memory's valid_until as
+    it is now (a merge, or an end changed since by hand, names none)."""
+    if not isinstance(after, dict):
+        return None
+    successor = after.get("superseded_by")
+    if not isinstance(successor, int) or isinstance(successor, bool):
+        return None
+    try:
+        ends = datetime.fromisoformat(after.get("valid_until") or "")
+    except (TypeError, ValueError):
+        return None
+    return successor if ends == memory.valid_until else None
+
+
+def supersession_resume(
+    *, successors: Sequence[int], actor=None, source: str = "system", now=None
+) -> list[int]:
+    """`successors` were restored: the memories their removal reinstated
+    (supersession_release) are replaced by them again, as before (validity_end: valid
+    until the successor's valid_from, a 'superseded' event). Those ended since, by hand or
+    by another successor, are left as they are. The ids it ended."""
+    successors = sorted(set(successors))
+    if not successors:
+        return []
+    now = now or timezone.now()
+    reinstated: dict[int, set[int]] = {}
+    for successor, ref in MemoryEvent.objects.filter(
+        kind=MemoryEvent.Kind.UPDATED, **{f"after__{SUCCESSOR_GONE}__in": successors}
+    ).values_list(f"after__{SUCCESSOR_GONE}", "memory_ref"):
+        reinstated.setdefault(int(successor), set()).add(ref)
+    ended: list[int] = []
+    live = Memory.objects.filter(
+        pk__in=list(reinstated), status__in=LIVE_STATUSES, valid_until__isnull=True
+    )
+    for new in live:
+        memories = list(
+            Memory.objects.filter(
+                pk__in=reinstated[new.pk],
+                valid_until__isnull=True,
+                links_in__source=new,
+                links_in__kind=SUPERSEDES,
+            )
+        )
+        ended += [
+            m.pk
+            for m in validity_end(
+                successor=new,
+                memories=memories,
+                ends=new.valid_from,
+                kind=MemoryEvent.Kind.SUPERSEDED,
+                actor=actor if getattr(actor, "is_authenticated", False) else None,
+                source=source,
+                now=now,
+            )
+        ]
     return ended
 
 
