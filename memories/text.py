@@ -26,6 +26,19 @@ _STOP_WORDS = """a about above after again against all am an and any are aren as
 # Recall skips them in queries; review never hides them in a cloze (review.cloze).
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 
+# Kana's voicing marks are not accents: が (か + U+3099) is another sound, and かき
+# (persimmon) and がき (brat) are other words. fold keeps them on the kana they follow.
+_KANA_VOICING = "\u3099\u309a"
+_VOICED_KANA = re.compile("[\u3040-\u30ff][\u3099\u309a]")
+_STRAY_VOICING = re.compile("[\u3099\u309a]")
+
+
+def _voiced(match: re.Match[str]) -> str:
+    """A kana and its voicing mark as the one character they compose (か + U+3099: が);
+    the bare kana when they compose none."""
+    composed = unicodedata.normalize("NFC", match.group())
+    return composed if len(composed) == 1 else match.group()[0]
+
 
 def fold(text: str) -> str:
     """Fold text for matching: compatibility-decompose, drop accents, casefold, one space.
@@ -33,12 +46,17 @@ def fold(text: str) -> str:
     Casefolding runs between two NFKD passes because it can itself produce decomposable
     characters (for example "İ" folds to "i" plus a combining dot), which must go too.
     ASCII text takes a shortcut with the same result: NFKD leaves it unchanged, it has
-    no combining marks, and its casefold is its lower case.
+    no combining marks, and its casefold is its lower case. Kana keep their voicing marks
+    (が stays が, ｶﾞ becomes ガ): they are not accents.
     """
     if text.isascii():
         return " ".join(text.lower().split())
     decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
-    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    stripped = "".join(
+        ch for ch in decomposed if not unicodedata.combining(ch) or ch in _KANA_VOICING
+    )
+    if any(mark in stripped for mark in _KANA_VOICING):
+        stripped = _STRAY_VOICING.sub("", _VOICED_KANA.sub(_voiced, stripped))
     return " ".join(stripped.split())
 
 
@@ -58,6 +76,8 @@ _CJK = (
 )
 CJK_CHARACTERS = _CJK  # a character class's inside, for a regex on either engine
 CJK_RUN = re.compile(f"[{_CJK}]{{2,}}")
+_CJK_RUNS = re.compile(f"[{_CJK}]+")
+_CJK_CHARACTER = re.compile(f"[{_CJK}]")
 
 
 def cjk_pairs(folded: str) -> list[str]:
@@ -74,6 +94,29 @@ def cjk_pairs(folded: str) -> list[str]:
     for run in CJK_RUN.findall(folded):
         pairs.extend(run[i : i + 2] for i in range(len(run) - 1))
     return pairs
+
+
+def cjk_tokens(folded: str) -> list[str]:
+    """What the index column search_pairs holds: each unspaced CJK run's pairs, then its
+    last character alone ("我的猫" gives 我的 的猫 猫; a lone "猫" gives 猫).
+
+    So every CJK character of the text begins some token, and a one-character query is
+    the prefix of a token wherever the character stands ("猫" finds 我的猫 through 猫 and
+    猫が好き through 猫が); a pair query matches a pair exactly, as before. Other text has none.
+    """
+    if folded.isascii():
+        return []
+    tokens: list[str] = []
+    for run in _CJK_RUNS.findall(folded):
+        tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+        tokens.append(run[-1])
+    return tokens
+
+
+def is_cjk_character(word: str) -> bool:
+    """Whether a folded word is one CJK character: a query word on its own (recall matches
+    it as the prefix of cjk_tokens), where other one-character words are not."""
+    return len(word) == 1 and _CJK_CHARACTER.match(word) is not None
 
 
 def content_key(content: str) -> str:

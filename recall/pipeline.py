@@ -48,7 +48,7 @@ from recall.stages.embeddings import embedding_search
 from recall.stages.entity_graph import RelationHit, entity_search
 from recall.stages.filters import RecallFilters
 from recall.stages.full_text import FullTextResult, full_text
-from recall.stages.query import QueryTerms, analyse_query
+from recall.stages.query import QueryTerms, analyse_query, prefix_term
 from recall.stages.signatures import signature_search
 
 ASSOCIATION = "association"  # the stage label of a result no stage found, reached by a link
@@ -344,15 +344,23 @@ def _run_full_text(
     )
     detail = ""
     if full.matched_terms:
-        detail = "FTS matches on " + ", ".join(f'"{t}"' for t in full.matched_terms)
+        detail = "FTS matches on " + ", ".join(f'"{t}"{_star(t)}' for t in full.matched_terms)
     if full.dropped_terms:
-        detail += "; too common to match on: " + ", ".join(full.dropped_terms)
+        detail += "; too common to match on: " + ", ".join(
+            f"{t}{_star(t)}" for t in full.dropped_terms
+        )
     if full.note:
         detail = full.note
     log.timings[FULL_TEXT] = _timing(_ms(t0), len(full.hits), detail=detail)
     if full.note == "only common words":
         log.warnings.append("The query has only common words; full-text search skipped them.")
     return full
+
+
+def _star(term: str) -> str:
+    """A prefix term's mark in the stage detail, as FTS5 writes one: "猫"* matches any CJK
+    token starting with 猫, not the word 猫."""
+    return "*" if prefix_term(term) else ""
 
 
 def _run_embeddings(

@@ -179,8 +179,9 @@ class Memory(models.Model):
     )
     search_text = models.TextField(blank=True, editable=False)
     search_original = models.TextField(blank=True, editable=False)
-    # The character pairs of search_text's unspaced CJK runs (memories.text.cjk_pairs),
-    # which both engines' full-text indexes take in with content and keywords.
+    # The character pairs of search_text's unspaced CJK runs and each run's last character
+    # (memories.text.cjk_tokens), which both engines' full-text indexes take in with
+    # content and keywords.
     search_pairs = models.TextField(blank=True, default="", editable=False)
 
     memory_type = models.CharField(

@@ -58,7 +58,7 @@ from memories.services.supersede import (
 )
 from memories.services.uses import uses_reactivate, uses_record
 from memories.signatures import simhash_folded
-from memories.text import cjk_pairs, content_key, fold
+from memories.text import cjk_tokens, content_key, fold
 
 _EDITABLE = frozenset(EDITABLE_FIELDS)
 # Set on every new memory by memory_build, whatever the caller passed.
@@ -81,7 +81,7 @@ def memory_derive(memory: Memory) -> None:
     keywords = " ".join(memory.keywords)
     memory.search_text = fold(f"{memory.content} {keywords}".strip())
     memory.search_original = fold(memory.content_original)
-    memory.search_pairs = " ".join(cjk_pairs(memory.search_text))
+    memory.search_pairs = " ".join(cjk_tokens(memory.search_text))
     # The signature's words are the search text's: fold once, not twice.
     memory.signature = simhash_folded(memory.search_text, bits=settings.SIGNATURE_BITS)
     memory.content_key = content_key(memory.content)

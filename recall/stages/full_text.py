@@ -23,7 +23,7 @@ from config.db import is_postgres
 from recall import termstats
 from recall.rows import row_columns, row_from
 from recall.stages.filters import RecallFilters
-from recall.stages.query import QueryTerms
+from recall.stages.query import QueryTerms, prefix_term
 from recall.temporal import TimeRange
 
 MIN_TRIGRAM_TERM = 3
@@ -153,7 +153,10 @@ def document_frequencies(
     population, population_params = filters.population_sql("m")
     if is_postgres():
         # Large namespaces have stored counts (recall.termstats); count only the rest.
-        known, size = termstats.lookup(list(terms), filters.namespace_ids, filters.ceiling)
+        # The statistics count whole lexemes; a prefix term's matches are counted live.
+        known, size = termstats.lookup(
+            [t for t in terms if not prefix_term(t)], filters.namespace_ids, filters.ceiling
+        )
         live = [term for term in terms if term not in known]
         if not live and size is not None:
             return {term: known[term] for term in terms}, size
@@ -164,14 +167,15 @@ def document_frequencies(
             if scanned is not None:
                 counts, size = scanned
                 return {term: min(counts[term], cap) for term in terms}, size
-        parts = [
-            "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
-            f"WHERE {population} "
-            "AND m.search_vector @@ plainto_tsquery('english', %s) LIMIT %s) s)"
-        ] * len(live)
+        parts = []
         params: list = []
         for term in live:
-            params += [*population_params, term, cap]
+            tsquery, param = _tsquery(term)
+            parts.append(
+                "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
+                f"WHERE {population} AND m.search_vector @@ {tsquery} LIMIT %s) s)"
+            )
+            params += [*population_params, param, cap]
         if size is None:
             parts.append(
                 "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
@@ -193,7 +197,7 @@ def document_frequencies(
     ] * len(terms)
     params = []
     for term in terms:
-        params += [_fts_phrase(term), *population_params, cap]
+        params += [_fts_term(term), *population_params, cap]
     with connection.cursor() as cursor:
         cursor.execute("SELECT " + ", ".join(parts), params)
         counts = cursor.fetchone()
@@ -229,15 +233,16 @@ def _scanned_frequencies(
     memories: about 3 ms), to keep the few entries of this one.
     """
     population, params = filters.population_sql("m")
+    queries = [_tsquery(term) for term in terms]
     counts = "".join(
-        ", count(*) FILTER (WHERE r.search_vector @@ plainto_tsquery('english', %s))" for _ in terms
+        f", count(*) FILTER (WHERE r.search_vector @@ {tsquery})" for tsquery, _ in queries
     )
     sql = (
         "WITH r AS MATERIALIZED (SELECT m.search_vector FROM memories_memory m "
         f"WHERE {population} LIMIT %s) SELECT count(*){counts} FROM r"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, n_cap + 1, *terms])
+        cursor.execute(sql, [*params, n_cap + 1, *(param for _, param in queries)])
         size, *found = cursor.fetchone()
     if size > n_cap:
         return None
@@ -247,6 +252,23 @@ def _scanned_frequencies(
 def _fts_phrase(term: str) -> str:
     # Words are \w runs, so they never contain a double quote.
     return f'"{term}"'
+
+
+def _fts_term(term: str) -> str:
+    """FTS5's query of one term: the word, or a single CJK character as the prefix of a
+    token of the CJK column (query.prefix_term)."""
+    if prefix_term(term):
+        return f"(search_pairs : {_fts_phrase(term)}*)"
+    return _fts_phrase(term)
+
+
+def _tsquery(term: str) -> tuple[str, str]:
+    """PostgreSQL's query of one term and its parameter: the word as the english
+    configuration reads it, or a single CJK character as the prefix of a lexeme ('simple',
+    as the CJK tokens are indexed; any lexeme that starts with it holds it)."""
+    if prefix_term(term):
+        return "to_tsquery('simple', %s)", f"{term}:*"
+    return "plainto_tsquery('english', %s)", term
 
 
 def _stemmed_sqlite(
@@ -264,7 +286,7 @@ def _stemmed_sqlite(
     budget it returns every match. The filters apply before the budget: another
     namespace's newer matches never use it up.
     """
-    match = " OR ".join(_fts_phrase(t) for t in chosen)
+    match = " OR ".join(_fts_term(t) for t in chosen)
     where, params = filters.sql("m")
     sql = (
         f"SELECT m.id, f.score, {row_columns()} FROM ("
@@ -296,13 +318,14 @@ def _stemmed_postgres(
     """
     n_docs = max(n_docs, *df.values(), 1)
     ranked_terms = [t for t in terms if df.get(t, 0) > 0]
-    rank_sql = " + ".join(
-        "%s * ts_rank(c.search_vector, plainto_tsquery('english', %s), 1)" for _ in ranked_terms
-    )
+    ranked = [_tsquery(term) for term in ranked_terms]
+    rank_sql = " + ".join(f"%s * ts_rank(c.search_vector, {tsquery}, 1)" for tsquery, _ in ranked)
     rank_params: list = []
-    for term in ranked_terms:
-        rank_params += [_idf(df[term], n_docs), term]
-    match_sql = " || ".join("plainto_tsquery('english', %s)" for _ in chosen)
+    for term, (_, param) in zip(ranked_terms, ranked, strict=True):
+        rank_params += [_idf(df[term], n_docs), param]
+    matches = [_tsquery(term) for term in chosen]
+    match_sql = " || ".join(tsquery for tsquery, _ in matches)
+    match_params = [param for _, param in matches]
     where, params = filters.sql("m")
     if _small(n_docs, budget):
         # The namespaces hold fewer rows than the budget (n_docs is exact below it): read
@@ -313,13 +336,13 @@ def _stemmed_postgres(
             f"{_own_rows('search_vector', where)} SELECT own.id, own.search_vector FROM own "
             f"WHERE own.search_vector @@ ({match_sql}) LIMIT %s"
         )
-        matching_params = [*params, *chosen, budget]
+        matching_params = [*params, *match_params, budget]
     else:
         matching = (
             "SELECT m.id, m.search_vector FROM memories_memory m "
             f"WHERE m.search_vector @@ ({match_sql}) AND {where} LIMIT %s"
         )
-        matching_params = [*chosen, *params, budget]
+        matching_params = [*match_params, *params, budget]
     # The ranked ids joined back to their rows in the same statement (a nested loop over
     # the sorted ranking keeps its order), which saves the pipeline a round trip. Equal
     # scores are ordered by id, newest first, whichever way the rows were found.
