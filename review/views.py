@@ -51,6 +51,7 @@ from review.selectors.browser import (
     LEECH,
     NO_TOPIC_DECK,
     browser_cards,
+    browser_deck,
     browser_deck_param,
     browser_decks,
     browser_page_source,
@@ -755,8 +756,8 @@ class CardBrowserForm(DashboardForm):
         """The valid filters; `deck` is a topic, "" the "(no topic)" deck."""
         self.is_valid()
         found = {name: value for name, value in self.cleaned_data.items() if value}
-        if found.get("deck") == NO_TOPIC_DECK:
-            found["deck"] = ""
+        if "deck" in found:
+            found["deck"] = browser_deck(found["deck"])
         return found
 
 

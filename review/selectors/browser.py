@@ -130,13 +130,28 @@ def browser_cards(
 
 
 # The "(no topic)" deck's value in the card browser's query string and deck filter: there
-# "" (the select's "All decks") means every deck, as an absent deck does in the API.
+# "" (the select's "All decks") means every deck, as an absent deck does in the API. A topic
+# may be any text, "(no topic)" too: a topic that would read as another value (that one, or
+# one starting with the escape) is sent with a backslash in front, so no two decks share one.
 NO_TOPIC_DECK = "(no topic)"
+_ESCAPE = "\\"
 
 
 def browser_deck_param(deck: str) -> str:
     """The browser's `deck` value that names this deck (a topic; "" the no-topic deck)."""
-    return deck or NO_TOPIC_DECK
+    if not deck:
+        return NO_TOPIC_DECK
+    if deck == NO_TOPIC_DECK or deck.startswith(_ESCAPE):
+        return _ESCAPE + deck
+    return deck
+
+
+def browser_deck(param: str) -> str:
+    """The deck a browser `deck` value names (browser_deck_param's inverse): a topic, or
+    "" for the no-topic deck."""
+    if param == NO_TOPIC_DECK:
+        return ""
+    return param.removeprefix(_ESCAPE)
 
 
 def browser_decks(cards: QuerySet[Card]) -> list[str]:

@@ -15,7 +15,9 @@ from memories import services
 from memories.auth import Scope
 from memories.models import Classification, Namespace
 from review.models import Card
+from review.selectors.browser import browser_deck, browser_deck_param
 from review.services import card_ensure
+from review.templatetags.review_panels import deck_cards_url
 from tests.support.dashboard import HX, queries
 
 pytestmark = pytest.mark.django_db
@@ -277,3 +279,25 @@ def test_the_nav_links_to_the_card_browser(ada_client, personal):
     page = ada_client.get(URL).content.decode()
     assert f'<a href="{URL}" aria-current="page">Cards</a>' in page
     assert "No cards match these filters." in page
+
+
+def test_a_topic_named_like_the_no_topic_deck_is_a_deck_of_its_own(ada_client, personal):
+    """A topic may be any text, "(no topic)" too: it was the no-topic deck's filter value,
+    so its link (and the select's choice) showed the memories without a topic instead.
+    Each deck has its own value now, and every link lands on exactly its cards."""
+    decks = {
+        "": {card(personal, "Without a topic.", topic="").memory.content},
+        "(no topic)": {card(personal, "Named like none.", topic="(no topic)").memory.content},
+        "\\(no topic)": {card(personal, "Escape and name.", topic="\\(no topic)").memory.content},
+        "\\": {card(personal, "Just the escape.", topic="\\").memory.content},
+        "geo": {card(personal, "A plain topic.").memory.content},
+    }
+    values = [browser_deck_param(topic) for topic in decks]
+    assert len(set(values)) == len(values)
+    for topic, contents in decks.items():
+        assert browser_deck(browser_deck_param(topic)) == topic
+        landed = ada_client.get(deck_cards_url(personal.slug, topic))
+        assert landed.status_code == 200
+        assert set(shown(landed)) == contents, topic
+    select = landed.content.decode().split('name="deck"')[1].split("</select>")[0]
+    assert len(re.findall(r"<option ", select)) == len(decks) + 1  # and "All decks"
