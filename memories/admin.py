@@ -4,7 +4,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -40,6 +40,56 @@ class ViewOnlyAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
+
+
+class ServiceSaveAdmin(admin.ModelAdmin):
+    """An admin whose save_model writes through a service: a ValidationError the service
+    raises at the write (a concurrent writer took the slug between the form's check and the
+    insert: memories.services.namespace_create turns the unique violation into one) comes
+    back as the form's errors, as the API and the dashboard answer it, not as a 500.
+
+    The refused attempt's transaction is rolled back (changeform_view runs in one); the
+    page is then made again from the same POST, with the service's errors on the form, so
+    nothing is saved twice."""
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except ValidationError as error:
+            if request.method != "POST" or hasattr(request, "_service_refusal"):
+                raise
+            request._service_refusal = error  # type: ignore[attr-defined]
+            return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def get_form(self, request: HttpRequest, obj=None, change: bool = False, **kwargs: Any):
+        form = super().get_form(request, obj, change, **kwargs)
+        refusal = getattr(request, "_service_refusal", None)
+        if refusal is None:
+            return form
+
+        class Refused(form):  # type: ignore[valid-type,misc]
+            def _post_clean(self) -> None:
+                super()._post_clean()
+                # The form's own check may now see the clash too: each message once.
+                refused = (
+                    refusal.message_dict
+                    if hasattr(refusal, "error_dict")
+                    else {NON_FIELD_ERRORS: refusal.messages}
+                )
+                unsaid = {
+                    field: [words for words in said if words not in self.errors.get(field, [])]
+                    for field, said in refused.items()
+                }
+                if any(unsaid.values()):
+                    self._update_errors(ValidationError({f: w for f, w in unsaid.items() if w}))
+
+        return Refused
 
 
 class NamespaceAdminForm(forms.ModelForm):
@@ -93,7 +143,7 @@ class NamespaceAdminForm(forms.ModelForm):
 
 
 @admin.register(Namespace)
-class NamespaceAdmin(admin.ModelAdmin):
+class NamespaceAdmin(ServiceSaveAdmin):
     form = NamespaceAdminForm
     list_display = ["name", "slug", "owner", "mode", "scheduler", "new_cards_per_day", "created_at"]
     list_filter = ["mode", "scheduler", "decay_model"]
@@ -207,7 +257,7 @@ class MemoryAdminForm(forms.ModelForm):
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(ServiceSaveAdmin):
     form = MemoryAdminForm
     list_display = [
         "id",
@@ -413,7 +463,7 @@ class WebhookSubscriptionForm(forms.ModelForm):
 
 
 @admin.register(WebhookSubscription)
-class WebhookSubscriptionAdmin(admin.ModelAdmin):
+class WebhookSubscriptionAdmin(ServiceSaveAdmin):
     form = WebhookSubscriptionForm
     list_display = [
         "url",

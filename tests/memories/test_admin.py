@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
@@ -306,3 +307,57 @@ def test_the_admin_adds_a_namespace_through_the_service(admin_client, monkeypatc
     assert admin_client.post(url, good).status_code == 302
     made = Namespace.objects.get(owner=demo, slug="field-notes")
     assert made.name == "Field Notes" and [c["name"] for c in calls] == ["Field Notes"]
+
+
+def test_a_namespace_added_at_the_same_moment_in_the_admin_is_a_form_error(
+    admin_client, monkeypatch
+):
+    """Two administrators adding the same slug at once: both pass the "already exists?"
+    check, and the second insert hits the unique constraint. The service turns it into its
+    ValidationError, which the admin let through as a 500; it is the form's error now, in
+    the words a sequential duplicate gets, and nothing more is written."""
+    from django.db.models import QuerySet
+
+    demo = get_user_model().objects.get(username="demo")
+    # The other administrator's namespace, committed after this one's check ran.
+    Namespace.objects.create(owner=demo, name="Twin", slug="twin")
+    exists = QuerySet.exists
+    monkeypatch.setattr(
+        QuerySet, "exists", lambda qs: False if qs.model is Namespace else exists(qs)
+    )
+    url = reverse("admin:memories_namespace_add")
+    data = _namespace_add_data(admin_client, owner=demo.pk, name="Twin", slug="twin")
+    response = admin_client.post(url, data)
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["slug"] == [
+        "You already have a namespace with this slug."
+    ]
+    assert Namespace.objects.filter(owner=demo, slug="twin").count() == 1
+    # The slug made from the name: the clash is said on the name, as the service says it.
+    data = _namespace_add_data(admin_client, owner=demo.pk, name="Twin", slug="")
+    response = admin_client.post(url, data)
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["name"] == [
+        "You already have a namespace with this name (slug “twin”)."
+    ]
+
+
+def test_a_refusal_at_the_memory_admins_save_is_a_form_error(admin_client, monkeypatch):
+    """The same for every admin that saves through a service: a refusal its write raises
+    (a rule the form's check could not see) is said on the form and writes nothing."""
+    from memories import services
+
+    memory = Memory.objects.filter(topic="cooking").first()
+    before = {f.name: getattr(memory, f.name) for f in Memory._meta.concrete_fields}
+    url, data = _memory_form_data(admin_client, memory)
+    data["content"] = "Changed at the same moment."
+
+    def refuse(**kwargs):
+        raise ValidationError({"content": ["Refused at the write."]})
+
+    monkeypatch.setattr(services, "memory_update", refuse)
+    response = admin_client.post(url, data)
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["content"] == ["Refused at the write."]
+    memory.refresh_from_db()
+    assert {f.name: getattr(memory, f.name) for f in Memory._meta.concrete_fields} == before
