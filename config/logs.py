@@ -12,6 +12,7 @@ import json
 import logging
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from typing import Any
 
 NO_REQUEST = "-"
 
@@ -23,6 +24,7 @@ _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "message",
     "asctime",
     "request_id",
+    "color_message",  # uvicorn's: the message again, with terminal colour codes
 }
 
 
@@ -58,3 +60,58 @@ class JsonFormatter(logging.Formatter):
             entry["stack_info"] = self.formatStack(record.stack_info)
         # default=str: an extra that JSON cannot hold (Django's `request`) is written as text.
         return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def logging_config(log_format: str, level: str) -> dict[str, Any]:
+    """settings.LOGGING: every record through one console handler on the root, in
+    `log_format` ("plain" or "json"), each carrying its request id."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"request_id": {"()": "config.logs.RequestIdFilter"}},
+        "formatters": {
+            "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+            "json": {"()": "config.logs.JsonFormatter"},
+        },
+        "handlers": {
+            "console": {
+                "class": "logging.StreamHandler",
+                "formatter": log_format,
+                "filters": ["request_id"],
+            }
+        },
+        "root": {"handlers": ["console"], "level": level.upper()},
+        "loggers": {
+            # Django's defaults (django.utils.log.DEFAULT_LOGGING) give "django" a plain
+            # console handler of its own under DEBUG (and mail_admins, inert without
+            # ADMINS), and "django.server" one always: their records were written twice, or
+            # only in plain text. Without handlers of their own they reach the root's once,
+            # in LOG_FORMAT.
+            "django": {"handlers": [], "level": "INFO", "propagate": True},
+            "django.server": {"handlers": [], "level": "INFO", "propagate": True},
+            # uvicorn (make run's server, and MCP's access lines) configures its loggers
+            # with handlers of its own, in its own text format, before it loads the app;
+            # loading the app applies this, so its records too reach the root's handler once.
+            "uvicorn": {"handlers": [], "level": "INFO", "propagate": True},
+            "uvicorn.error": {"handlers": [], "level": "INFO", "propagate": True},
+            "uvicorn.access": {"handlers": [], "level": "INFO", "propagate": True},
+            "django.db.backends": {"level": "WARNING"},
+            "axes.apps": {"level": "WARNING"},  # its start-up banner, in every command
+        },
+    }
+
+
+def gunicorn_logging(log_format: str, level: str) -> dict[str, Any]:
+    """gunicorn's logconfig_dict (gunicorn.conf.py): under "json", the master's own lines
+    (Starting gunicorn, Listening at, Booting worker, Handling signal) go through the same
+    root handler and formatter as the app's; {} under "plain", which keeps gunicorn's own
+    format. Its access log stays off (engram.request is the access log): gunicorn turns it
+    on whenever a logging config is given, so it is held at WARNING."""
+    if log_format != "json":
+        return {}
+    config = logging_config(log_format, level)
+    config["loggers"] |= {
+        "gunicorn.error": {"handlers": [], "level": "INFO", "propagate": True},
+        "gunicorn.access": {"handlers": [], "level": "WARNING", "propagate": True},
+    }
+    return config

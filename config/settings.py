@@ -13,6 +13,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import Env, database_from_url
+from config.logs import logging_config
 from memories import boosting as _boosting
 from memories import decay as _decay
 from recall import scoring as _recall_scoring
@@ -489,39 +490,7 @@ EMBEDDING_QUERY_BUDGET_MS = env.float("EMBEDDING_QUERY_BUDGET_MS", 250.0, minimu
 # plain: one line of text a record; json: one JSON object a line (config.logs). Either way
 # every record carries the id of the request it was written in (request_id).
 LOG_FORMAT = env.choice("LOG_FORMAT", "plain", ("plain", "json"))
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.logs.RequestIdFilter"}},
-    "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
-        "json": {"()": "config.logs.JsonFormatter"},
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": LOG_FORMAT,
-            "filters": ["request_id"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO").upper()},
-    "loggers": {
-        # Django's defaults (django.utils.log.DEFAULT_LOGGING) give "django" a plain console
-        # handler of its own under DEBUG (and mail_admins, inert without ADMINS), and
-        # "django.server" one always: their records were written twice, or only in plain
-        # text. Without handlers of their own they reach the root's once, in LOG_FORMAT.
-        "django": {"handlers": [], "level": "INFO", "propagate": True},
-        "django.server": {"handlers": [], "level": "INFO", "propagate": True},
-        # uvicorn (make run's server, and MCP's access lines) configures its loggers with
-        # handlers of its own, in its own text format, before it loads the app; loading
-        # the app applies this, so its records too reach the root's handler once.
-        "uvicorn": {"handlers": [], "level": "INFO", "propagate": True},
-        "uvicorn.error": {"handlers": [], "level": "INFO", "propagate": True},
-        "uvicorn.access": {"handlers": [], "level": "INFO", "propagate": True},
-        "django.db.backends": {"level": "WARNING"},
-        "axes.apps": {"level": "WARNING"},  # its start-up banner, in every command
-    },
-}
+LOGGING = logging_config(LOG_FORMAT, env.str("LOG_LEVEL", "INFO"))
 
 # /metrics answers `Authorization: Bearer <METRICS_TOKEN>` (a Prometheus scraper) or a staff
 # session; empty: staff sessions only. Not an API token: those never open it.

@@ -357,6 +357,31 @@ def test_log_format_json_covers_uvicorns_own_lines(tmp_path):
     assert "GET /mcp" in access["message"] and "405" in access["message"]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("asgi", [True, False], ids=["asgi", "wsgi"])
+def test_log_format_json_covers_gunicorns_master_lines(tmp_path, asgi):
+    """The production server is gunicorn, whose master writes its own lines (Listening at,
+    Booting worker, Handling signal) before any app loads, in its own text format: under
+    json they are JSON too (gunicorn.conf.py), and its access log stays off (engram.request
+    is the access log). Every line of the output, from start to shutdown."""
+    from tests.support.servers import Gunicorn, server_env
+
+    env = server_env(f"sqlite:///{tmp_path / 'db.sqlite3'}", LOG_FORMAT="json", LOG_LEVEL="INFO")
+    log = tmp_path / "gunicorn.log"
+    with Gunicorn(env, log, workers=1, asgi=asgi):
+        pass
+    output = log.read_text()
+    lines = [json.loads(line) for line in output.strip().splitlines()]  # JSON only
+    master = [line["message"] for line in lines if line["logger"] == "gunicorn.error"]
+    assert any(m.startswith("Listening at") for m in master), output
+    assert any(m.startswith("Booting worker") for m in master), output
+    assert any(m.startswith("Handling signal") for m in master), output
+    loggers = {line["logger"] for line in lines}
+    assert "engram.request" in loggers and "gunicorn.access" not in loggers, output
+    # uvicorn's copy of a message with terminal colour codes is not a field of the line.
+    assert not any("color_message" in line for line in lines)
+
+
 # --- MCP, beside Django (config/asgi.py) ---------------------------------------------------
 
 
