@@ -77,7 +77,7 @@ _CJK = (
 CJK_CHARACTERS = _CJK  # a character class's inside, for a regex on either engine
 CJK_RUN = re.compile(f"[{_CJK}]{{2,}}")
 _CJK_RUNS = re.compile(f"[{_CJK}]+")
-_CJK_CHARACTER = re.compile(f"[{_CJK}]")
+_CJK_ONLY = re.compile(f"[{_CJK}]+")
 
 
 def cjk_pairs(folded: str) -> list[str]:
@@ -116,7 +116,13 @@ def cjk_tokens(folded: str) -> list[str]:
 def is_cjk_character(word: str) -> bool:
     """Whether a folded word is one CJK character: a query word on its own (recall matches
     it as the prefix of cjk_tokens), where other one-character words are not."""
-    return len(word) == 1 and _CJK_CHARACTER.match(word) is not None
+    return len(word) == 1 and is_cjk(word)
+
+
+def is_cjk(word: str) -> bool:
+    """Whether a folded word is all CJK characters: a word of unspaced text, found inside
+    a run rather than as a run of its own."""
+    return _CJK_ONLY.fullmatch(word) is not None
 
 
 def content_key(content: str) -> str:

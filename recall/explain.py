@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from memories.text import WORD, fold
+from memories.text import WORD, fold, is_cjk
 from recall.stages import EMBEDDINGS, SIGNATURES
 from recall.stages.full_text import FUZZY_SIMILARITY, MIN_TRIGRAM_TERM, trigrams
 
@@ -132,6 +132,10 @@ def match_word(term: str, word: str) -> tuple[str, float, int, float] | None:
     and that above a weak trigram match.
     """
     if term == word:
+        return EXACT, 1.0, 0, 1.0
+    if is_cjk(term) and term in word:
+        # Chinese and Japanese are written without spaces: their word inside a run is the
+        # word itself, as Sf finds it (memories.text.cjk_tokens), not a part of a longer one.
         return EXACT, 1.0, 0, 1.0
     if len(term) > 1 and len(word) > 1 and _stem(term) == _stem(word):
         return FORM, FORM_QUALITY, 0, 0.0

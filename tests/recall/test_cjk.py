@@ -225,3 +225,19 @@ def test_the_migration_rederives_the_search_fields_of_cjk_rows(user):
     assert "がき" in rederived.search_pairs.split()
     assert _porter_ids("猫") == {cat.pk}
     assert Memory.objects.filter(pk=english.pk).values().get() == english_before
+
+
+@pytest.mark.parametrize("query", ["猫", "睡觉"])
+def test_the_search_page_says_a_word_inside_unspaced_text_matched(ada_client, user, query):
+    """The page explained a hit on a word inside a run as "not found" at relevance 0 (its
+    matching knew words only as whole runs): it is the word, an exact match."""
+    from django.urls import reverse
+
+    namespace = services.namespace_create(owner=user, name="cats", mode="personal")
+    cat = services.memory_create(namespace=namespace, content="我的猫在睡觉")
+    response = ada_client.get(reverse("search"), {"q": query})
+    assert response.status_code == 200
+    [row] = [row for row in response.context["rows"] if row["hit"].memory_id == cat.pk]
+    body = response.content.decode()
+    assert f"{query}: exact" in body and f"not found: {query}" not in body
+    assert "<mark" in str(row["content"])
