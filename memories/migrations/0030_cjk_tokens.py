@@ -5,8 +5,9 @@ Two rules changed: search_pairs also holds each CJK run's last character
 stands as the prefix of a token; and fold keeps kana's voicing marks (が no longer folds to
 か), which changes search_text, search_original, the signature and the content key of text
 with voiced kana. Only rows whose folded text or original-language text has a CJK character
-are read; SQLite's update triggers and PostgreSQL's generated tsvector reindex them. No
-schema change. Undone: nothing (the older code reads the new fields as before, less
+are read; SQLite's update triggers and PostgreSQL's generated tsvector reindex them. The
+entities whose folded name has kana are folded again from their written name. No schema
+change. Undone: nothing (the older code reads the new fields as before, less
 precisely).
 """
 
@@ -42,7 +43,32 @@ def _rederive(apps, schema_editor):
         rows.model.objects.using(schema_editor.connection.alias).bulk_update(batch, _FIELDS)
 
 
+def _refold_entities(apps, schema_editor):
+    """Entity names are stored folded (memories.services.entity_get_or_create): those with
+    kana are folded again from the name as written, so a lookup with voiced kana finds them.
+    Folding only tells more apart, so two entities never come to share a name."""
+    from memories.text import fold
+
+    Entity = apps.get_model("memories", "Entity")
+    alias = schema_editor.connection.alias
+    changed = []
+    for entity in (
+        Entity.objects.using(alias)
+        .filter(name__regex="[\u3040-\u30ff]")
+        .only("id", "name", "display_name")
+        .iterator(chunk_size=_BATCH)
+    ):
+        name = fold(" ".join(entity.display_name.split())) if entity.display_name else ""
+        if name and name != entity.name:
+            entity.name = name
+            changed.append(entity)
+    Entity.objects.using(alias).bulk_update(changed, ["name"], batch_size=_BATCH)
+
+
 class Migration(migrations.Migration):
     dependencies = [("memories", "0029_cjk_pairs")]
 
-    operations = [migrations.RunPython(_rederive, migrations.RunPython.noop)]
+    operations = [
+        migrations.RunPython(_rederive, migrations.RunPython.noop),
+        migrations.RunPython(_refold_entities, migrations.RunPython.noop),
+    ]

@@ -9,7 +9,7 @@ from django.db import connection
 
 from config.db import is_postgres
 from memories import services
-from memories.models import Memory
+from memories.models import Entity, Memory
 from memories.text import cjk_pairs, cjk_tokens, content_key, fold
 from recall import termstats
 from recall.stages.filters import RecallFilters
@@ -212,6 +212,8 @@ def test_the_migration_rederives_the_search_fields_of_cjk_rows(user):
         content_key=content_key("かきか来た"),
     )
     english_before = Memory.objects.filter(pk=english.pk).values().get()
+    entity = services.entity_get_or_create(namespace=namespace, name="ガキ大将")
+    Entity.objects.filter(pk=entity.pk).update(name="カキ大将")  # folded by the old rule
     executor = MigrationExecutor(connection)
     latest = [node for node in executor.loader.graph.leaf_nodes() if node[0] == "memories"]
     executor.migrate([("memories", "0029_cjk_pairs")])
@@ -225,6 +227,7 @@ def test_the_migration_rederives_the_search_fields_of_cjk_rows(user):
     assert "がき" in rederived.search_pairs.split()
     assert _porter_ids("猫") == {cat.pk}
     assert Memory.objects.filter(pk=english.pk).values().get() == english_before
+    assert Entity.objects.get(pk=entity.pk).name == "ガキ大将"
 
 
 @pytest.mark.parametrize("query", ["猫", "睡觉"])
