@@ -197,7 +197,7 @@ def test_recall_tells_voiced_kana_apart(recall, namespace, make_memory):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_rederives_the_search_fields_of_cjk_rows(user):
-    """Rows derived by the rules before migration 0030 (pairs only, voicing folded away) get
+    """Rows derived by the rules before migration 0032 (pairs only, voicing folded away) get
     the run's last character and their voiced kana back; other rows are not rewritten."""
     from django.db.migrations.executor import MigrationExecutor
 
@@ -216,7 +216,7 @@ def test_the_migration_rederives_the_search_fields_of_cjk_rows(user):
     Entity.objects.filter(pk=entity.pk).update(name="カキ大将")  # folded by the old rule
     executor = MigrationExecutor(connection)
     latest = [node for node in executor.loader.graph.leaf_nodes() if node[0] == "memories"]
-    executor.migrate([("memories", "0029_cjk_pairs")])
+    executor.migrate([("memories", "0031_half_lives_in_order")])
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(latest)

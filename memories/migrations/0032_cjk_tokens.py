@@ -66,7 +66,7 @@ def _refold_entities(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memories", "0029_cjk_pairs")]
+    dependencies = [("memories", "0031_half_lives_in_order")]
 
     operations = [
         migrations.RunPython(_rederive, migrations.RunPython.noop),
