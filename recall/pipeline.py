@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from config.metrics import observe_recall
 from memories.decay import Thresholds, in_danger_zone
-from memories.models import Memory, Namespace
+from memories.models import Namespace
 from memories.services import NEAR_DUPLICATE
 from recall import fusion, ranking
 from recall.embeddings import EmbeddingUnavailable, embed_texts, get_provider
@@ -151,7 +151,6 @@ class RecallHit:
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     # The ids of its near-duplicates the caller may see (shown once, as this result).
     duplicates: list[int] = field(default_factory=list)
-    cold: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -643,6 +642,5 @@ def _explain(
         },
         associative=cand.associative,
         review=in_danger_zone(cand.decay, config.thresholds),
-        cold=row["storage"] == Memory.Storage.COLD,
         duplicates=duplicates,
     )
