@@ -22,22 +22,6 @@ BOOKKEEPING_APPS = frozenset({"sessions", "axes"})
 BOOKKEEPING_FIELDS = {"memories.ApiToken": frozenset({"last_used_at"})}
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The heaviest files first: `make test` hands files to its pytest-xdist workers in this
-    order, and a long file begun last kept one worker busy for minutes after the other had
-    finished. Files with tests that start real processes or a browser go first (most such
-    tests first), then the others by their number of tests; within a file the order is
-    kept (the sort is stable)."""
-    heavy: dict[object, int] = {}
-    count: dict[object, int] = {}
-    for item in items:
-        slow = item.get_closest_marker("slow") or item.get_closest_marker("browser")
-        heavy[item.path] = heavy.get(item.path, 0) + (1 if slow else 0)
-        count[item.path] = count.get(item.path, 0) + 1
-    items.sort(key=lambda item: (-heavy[item.path], -count[item.path]))
-
-
 @pytest.fixture(autouse=True)
 def throttle_clock_stands_still(monkeypatch):
     """The API throttle counts in windows of wall-clock time (memories.auth). A request in a
