@@ -28,6 +28,7 @@ from memories.score_sql import params_cte, scored_memories_sql
 from memories.scores import ScoreHistogram, band_sql, bin_sql, score_histogram
 from memories.services.decay_fits import decay_fits_visible, namespace_constants
 from memories.services.near_duplicates import near_group
+from memories.services.supersede import ended_by
 from memories.sweep import SweepConfig, thresholds_from_settings
 
 # The status filter's value for "every status, forgotten ones included".
@@ -144,16 +145,7 @@ def superseded_by(memory: Memory, *, ceiling: int) -> int | None:
         .values_list("after", flat=True)
         .first()
     )
-    if not isinstance(after, dict):
-        return None
-    successor = after.get("superseded_by") or after.get("merged_into")
-    if not isinstance(successor, int) or isinstance(successor, bool):
-        return None
-    try:
-        ends = datetime.fromisoformat(after.get("valid_until") or "")
-    except (TypeError, ValueError):
-        return None
-    return successor if ends == memory.valid_until else None
+    return ended_by(memory, after, merges=True)
 
 
 def successor_gone(memory: Memory, *, ceiling: int) -> tuple[int, str] | None:

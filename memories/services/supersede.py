@@ -180,7 +180,7 @@ def supersession_release(
         .values_list("memory_ref", "after")
     ):
         if ref not in ender:
-            ender[ref] = _ended_by(candidates[ref], after)
+            ender[ref] = ended_by(candidates[ref], after)
     released = [memory for pk, memory in candidates.items() if ender.get(pk) in successors]
     if not released:
         return []
@@ -205,12 +205,13 @@ def supersession_release(
     return [m.pk for m in released]
 
 
-def _ended_by(memory: Memory, after) -> int | None:
-    """The successor a 'superseded' event names, if it set the memory's valid_until as
-    it is now (a merge, or an end changed since by hand, names none)."""
+def ended_by(memory: Memory, after, *, merges: bool = False) -> int | None:
+    """The successor a 'superseded' event's `after` names (with `merges`, also the memory a
+    'merged' event names), if that event set the memory's valid_until as it is now (an end
+    changed since by hand names none)."""
     if not isinstance(after, dict):
         return None
-    successor = after.get("superseded_by")
+    successor = after.get("superseded_by") or (after.get("merged_into") if merges else None)
     if not isinstance(successor, int) or isinstance(successor, bool):
         return None
     try:

@@ -20,6 +20,7 @@ from django.urls import reverse
 from memories import decay, services
 from memories.decay import DecayParams, decay_factor
 from memories.models import DecayFit, Namespace
+from tests.support.dashboard import namespace_form_data
 from tests.support.decay_fits import make_decay_fit
 
 pytestmark = pytest.mark.django_db
@@ -86,19 +87,7 @@ def test_the_dashboard_says_it_on_the_field(client, user, namespace, nothing_wri
     assert response.status_code == 200
     assert list(response.context["form"].errors) == [FAST]
 
-    create = {
-        "name": "Backwards",
-        "mode": "personal",
-        "scheduler": "sm2",
-        "desired_retention": "0.9",
-        "new_cards_per_day": "5",
-        "dedupe": "exact",
-        "decay_fit": "off",
-        "card_front": "cloze",
-        "leech_threshold": "8",
-        FAST: "10",
-        SLOW: "2",
-    }
+    create = namespace_form_data(name="Backwards", **{FAST: "10", SLOW: "2"})
     with nothing_written():
         response = client.post(reverse("namespace-create"), create)
     assert response.status_code == 200

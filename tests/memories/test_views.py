@@ -12,7 +12,7 @@ from django.utils import timezone
 from memories import services
 from memories.auth import Scope
 from memories.models import ApiToken, Classification, Memory, MemoryEvent, Namespace
-from tests.support.dashboard import HX, add_memories, memory_with_history
+from tests.support.dashboard import HX, add_memories, memory_with_history, namespace_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -656,18 +656,7 @@ def test_creating_a_namespace_with_its_mode_and_settings(ada_client, user, nothi
     with nothing_written():
         again = ada_client.post(
             reverse("namespace-create"),
-            {
-                "name": "Agent 42",
-                "mode": "personal",
-                "scheduler": "sm2",
-                "desired_retention": "2",
-                "decay_beta": "-5",
-                "new_cards_per_day": "5",
-                "dedupe": "exact",
-                "decay_fit": "off",
-                "card_front": "cloze",
-                "leech_threshold": "8",
-            },
+            namespace_form_data(name="Agent 42", desired_retention="2", decay_beta="-5"),
         )
     assert again.status_code == 200
     # Every mistake in one round: the taken slug did not hide the settings out of range.
@@ -849,17 +838,7 @@ def test_an_empty_memory_list_says_what_to_do_next(ada_client, user):
 def test_a_name_that_makes_no_slug_asks_for_one(ada_client, user, nothing_written):
     """A name of no a-z or digits ("東京") gives no slug: the form says to choose one,
     not that a field the person left empty "cannot be blank"; with a slug it is created."""
-    data = {
-        "name": "東京",
-        "mode": "personal",
-        "scheduler": "sm2",
-        "desired_retention": "0.9",
-        "new_cards_per_day": "5",
-        "dedupe": "exact",
-        "decay_fit": "off",
-        "card_front": "cloze",
-        "leech_threshold": "8",
-    }
+    data = namespace_form_data(name="東京")
     with nothing_written():
         response = ada_client.post(reverse("namespace-create"), data)
     assert response.context["form"].errors == {

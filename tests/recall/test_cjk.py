@@ -96,16 +96,10 @@ def test_english_text_has_no_pairs(stored):
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_backfills_the_pairs_of_existing_rows(user):
     """Rows written before migration 0029 get their pairs, and both indexes take them in."""
-    from django.db.migrations.executor import MigrationExecutor
 
     namespace = services.namespace_create(owner=user, name="old", mode="agent_memory")
     memory = services.memory_create(namespace=namespace, content="東京タワーに行った")
-    executor = MigrationExecutor(connection)
-    latest = [node for node in executor.loader.graph.leaf_nodes() if node[0] == "memories"]
-    executor.migrate([("memories", "0028_field_rules_every_path")])
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(latest)
+    _migrate_again_from("0028_field_rules_every_path")
     assert Memory.objects.get(pk=memory.pk).search_pairs.split()[:2] == ["東京", "京タ"]
     assert _porter_ids("東京") == {memory.pk}
 
@@ -199,7 +193,6 @@ def test_recall_tells_voiced_kana_apart(recall, namespace, make_memory):
 def test_the_migration_rederives_the_search_fields_of_cjk_rows(user):
     """Rows derived by the rules before migration 0032 (pairs only, voicing folded away) get
     the run's last character and their voiced kana back; other rows are not rewritten."""
-    from django.db.migrations.executor import MigrationExecutor
 
     namespace = services.namespace_create(owner=user, name="old", mode="agent_memory")
     cat = services.memory_create(namespace=namespace, content="我的猫")
@@ -214,12 +207,7 @@ def test_the_migration_rederives_the_search_fields_of_cjk_rows(user):
     english_before = Memory.objects.filter(pk=english.pk).values().get()
     entity = services.entity_get_or_create(namespace=namespace, name="ガキ大将")
     Entity.objects.filter(pk=entity.pk).update(name="カキ大将")  # folded by the old rule
-    executor = MigrationExecutor(connection)
-    latest = [node for node in executor.loader.graph.leaf_nodes() if node[0] == "memories"]
-    executor.migrate([("memories", "0031_half_lives_in_order")])
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(latest)
+    _migrate_again_from("0031_half_lives_in_order")
     assert Memory.objects.get(pk=cat.pk).search_pairs == "我的 的猫 猫"
     rederived = Memory.objects.get(pk=kana.pk)
     assert rederived.search_text == "がきが来た"
@@ -244,3 +232,15 @@ def test_the_search_page_says_a_word_inside_unspaced_text_matched(ada_client, us
     body = response.content.decode()
     assert f"{query}: exact" in body and f"not found: {query}" not in body
     assert "<mark" in str(row["content"])
+
+
+def _migrate_again_from(migration: str) -> None:
+    """The memories app taken back to `migration`, then forward to its latest again."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    latest = [node for node in executor.loader.graph.leaf_nodes() if node[0] == "memories"]
+    executor.migrate([("memories", migration)])
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(latest)

@@ -81,6 +81,21 @@ def theirs(other_user) -> dict:
     }
 
 
+def namespace_form_data(**fields: str) -> dict[str, str]:
+    """What the dashboard's new-namespace form posts with its defaults chosen, and `fields`."""
+    return {
+        "mode": "personal",
+        "scheduler": "sm2",
+        "desired_retention": "0.9",
+        "new_cards_per_day": "5",
+        "dedupe": "exact",
+        "decay_fit": "off",
+        "card_front": "cloze",
+        "leech_threshold": "8",
+        **fields,
+    }
+
+
 def queries(client, url: str, **extra) -> int:
     with CaptureQueriesContext(connection) as context:
         response = client.get(url, **extra)
